@@ -1,0 +1,36 @@
+// Package cli holds the tokenwise commands. Each command lives in its own file;
+// this file builds the root command and turns errors into one clear line on stderr.
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "tokenwise: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tokenwise",
+		Short:         "Measure and cut the token cost of serving a language model",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newTokenizeCmd(),
+		newDetokenizeCmd(),
+		newCountCmd(),
+	)
+	return root
+}
