@@ -1,0 +1,86 @@
+// run.mjs drives llama.cpp (through node-llama-cpp's prebuilt CPU library) on a GGUF file so the
+// Go tests can compare tokenwise against it. It reads one JSON request on stdin and writes one
+// JSON answer on stdout:
+//
+//   request:  {"model": "m.gguf", "threads": 2, "contextSize": 512,
+//              "prompts": [{"ids": [1, 2, 3], "n": 64, "topk": 32}],
+//              "texts": ["hello world"], "parseSpecial": false}
+//   answer:   {"vocabSize": N, "bos": id|null, "eos": id|null,
+//              "prompts": [{"ids": [...greedy continuation...], "top": [[id, logit - maxLogit], ...]}],
+//              "tokens": [[...ids of texts[0]...], ...]}
+//
+// Prompts are token ids, not text, so the tokenizer cannot hide a forward-pass difference.
+// Generation is greedy with no penalties: controlledEvaluate with temperature 0 builds a sampler
+// chain of just llama.cpp's greedy sampler, so the candidates it returns are the raw logits.
+// "top" holds the first generated step's top-k as logit minus the maximum logit, recovered as
+// ln(p_i / p_max) from the softmax node-llama-cpp reports (shift-invariant, so it compares
+// directly with tokenwise's logits minus their maximum). topk < 0 returns every nonzero one.
+//
+// node-llama-cpp lives in $TOKENWISE_REFS/node_modules (scripts/setup-refs.sh installs it).
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const refs = process.env.TOKENWISE_REFS || path.resolve(import.meta.dirname, "../../.cache/refs");
+const entry = path.join(refs, "node_modules", "node-llama-cpp", "dist", "index.js");
+const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+
+async function readStdin() {
+	const chunks = [];
+	for await (const c of process.stdin) chunks.push(c);
+	return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+}
+
+const req = await readStdin();
+const threads = req.threads ?? 2;
+const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: threads });
+const model = await llama.loadModel({ modelPath: req.model, gpuLayers: 0, useMmap: true });
+const out = {
+	vocabSize: null,
+	bos: model.tokens.bos ?? null,
+	eos: model.tokens.eos ?? null,
+	prompts: [],
+	tokens: [],
+};
+out.vocabSize = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? null;
+
+for (const text of req.texts ?? []) {
+	out.tokens.push(Array.from(model.tokenize(text, req.parseSpecial === true)));
+}
+
+if ((req.prompts ?? []).length > 0) {
+	const need = Math.max(...req.prompts.map((p) => p.ids.length + (p.n ?? 0))) + 1;
+	const contextSize = req.contextSize ?? Math.max(need, 64);
+	const context = await model.createContext({ contextSize, batchSize: Math.min(contextSize, 512), threads, sequences: 1 });
+	const seq = context.getSequence();
+	const greedy = { temperature: 0 };
+	for (const p of req.prompts) {
+		await seq.clearHistory();
+		const n = p.n ?? 0;
+		const topk = p.topk ?? 32;
+		const input = p.ids.map((id, i) =>
+			i === p.ids.length - 1 ? [id, { generateNext: { token: true, probabilities: true, options: greedy } }] : id,
+		);
+		const res = await seq.controlledEvaluate(input);
+		const first = res[p.ids.length - 1]?.next;
+		if (first == null || first.token == null) throw new Error("llama.cpp produced no token for a prompt");
+		const probs = [...first.probabilities.entries()]; // sorted by probability, highest first
+		const pmax = probs[0][1];
+		const top = [];
+		for (const [id, pr] of probs) {
+			if (topk >= 0 && top.length >= topk) break;
+			if (pr <= 0) break;
+			top.push([id, Math.log(pr / pmax)]);
+		}
+		const gen = [first.token];
+		while (gen.length < n) {
+			const r = await seq.controlledEvaluate([[gen[gen.length - 1], { generateNext: { token: true, options: greedy } }]]);
+			const t = r[0]?.next?.token;
+			if (t == null) throw new Error(`llama.cpp produced no token at step ${gen.length}`);
+			gen.push(t);
+		}
+		out.prompts.push({ ids: gen.slice(0, Math.max(n, 1)), top });
+	}
+	await context.dispose();
+}
+await model.dispose();
+process.stdout.write(JSON.stringify(out) + "\n");
