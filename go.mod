@@ -3,6 +3,7 @@ module github.com/tokenwise/tokenwise
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/dlclark/regexp2/v2 v2.13.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect

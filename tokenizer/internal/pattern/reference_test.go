@@ -1,0 +1,221 @@
+package pattern
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// refsDir returns the folder the reference packages are installed in, or skips
+// the test when they are missing (fails instead under TOKENWISE_REQUIRE_REFS=1).
+func refsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("TOKENWISE_REFS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", ".cache", "refs")
+	}
+	_, errTok := os.Stat(filepath.Join(dir, "node_modules", "tokenizers"))
+	_, errNode := exec.LookPath("node")
+	if errTok != nil || errNode != nil {
+		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" {
+			t.Fatalf("reference packages required: tokenizers in %s: %v; node: %v", dir, errTok, errNode)
+		}
+		t.Skipf("reference packages not installed in %s (run scripts/setup-refs.sh)", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+type refCase struct {
+	Pattern string `json:"pattern"`
+	Text    string `json:"text"`
+}
+
+// hfMatches runs every case through the Rust library and returns its byte
+// ranges, one list per case.
+func hfMatches(t *testing.T, cases []refCase) [][][2]int {
+	t.Helper()
+	dir := refsDir(t)
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", filepath.Join("testdata", "hfsplit.js"))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("testdata/hfsplit.js: %v\n%s", err, stderr.String())
+	}
+	var got [][][2]int
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("testdata/hfsplit.js output: %v", err)
+	}
+	if len(got) != len(cases) {
+		t.Fatalf("testdata/hfsplit.js: %d results for %d cases", len(got), len(cases))
+	}
+	return got
+}
+
+func fmtRanges(s string, rs [][2]int) string {
+	var b strings.Builder
+	for _, r := range rs {
+		if r[0] < 0 || r[1] > len(s) || r[0] > r[1] {
+			fmt.Fprintf(&b, "%v! ", r)
+			continue
+		}
+		fmt.Fprintf(&b, "%q ", s[r[0]:r[1]])
+	}
+	return b.String()
+}
+
+func sameRanges(a, b [][2]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReferenceKnownPatterns holds Compile's matchers (hand-written and
+// fallback) to HF tokenizers on the tricky inputs and random strings.
+func TestReferenceKnownPatterns(t *testing.T) {
+	inputs := []string{}
+	for _, s := range trickyInputs {
+		if utf8.ValidString(s) {
+			inputs = append(inputs, s)
+		}
+	}
+	r := newRand(1)
+	for i := 0; i < 300; i++ {
+		s := strings.ToValidUTF8(randomText(r, 1+r.IntN(40)), "")
+		inputs = append(inputs, s)
+	}
+	exprs := []string{
+		// Other patterns seen in tokenizer.json files, to check the fallback.
+		`\s+(?!\S)|\s+`,
+		`\p{N}`,
+		`\p{N}{1,3}`,
+		` ?[^(\s|[.,!?…。，、।۔،])]+`,
+		`[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+	}
+	for _, k := range knownExprs {
+		exprs = append(exprs, k.expr)
+	}
+	var cases []refCase
+	for _, e := range exprs {
+		for _, s := range inputs {
+			cases = append(cases, refCase{e, s})
+		}
+	}
+	want := hfMatches(t, cases)
+	fails := 0
+	for i, c := range cases {
+		fast, err := Compile(c.Pattern)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", c.Pattern, err)
+		}
+		slow, err := compileRegexp(c.Pattern)
+		if err != nil {
+			t.Fatalf("compileRegexp(%q): %v", c.Pattern, err)
+		}
+		for _, m := range []struct {
+			name string
+			m    Matcher
+		}{{"Compile", fast}, {"regexp2", slow}} {
+			got := m.m.FindAll(c.Text, nil)
+			if !sameRanges(got, want[i]) {
+				fails++
+				if fails <= 10 {
+					t.Errorf("%s(%q) on %q:\n got %s\nwant %s", m.name, c.Pattern, c.Text, fmtRanges(c.Text, got), fmtRanges(c.Text, want[i]))
+				}
+			}
+		}
+	}
+	if fails > 10 {
+		t.Errorf("%d mismatches in all", fails)
+	}
+}
+
+// assigned reports whether Go's Unicode tables (version unicode.Version) give
+// c a general category; Oniguruma may be on a newer Unicode version, so code
+// points Go does not know cannot be compared.
+func assigned(c rune) bool {
+	for _, tab := range []*unicode.RangeTable{unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cc, unicode.Cf, unicode.Co} {
+		if unicode.Is(tab, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReferenceClasses checks, code point by code point, that the character
+// classes the patterns use mean in the fallback what they mean in Oniguruma.
+func TestReferenceClasses(t *testing.T) {
+	var all strings.Builder
+	for c := rune(1); c <= unicode.MaxRune; c++ {
+		if c >= 0xd800 && c < 0xe000 {
+			continue
+		}
+		all.WriteRune(c)
+	}
+	text := all.String()
+	classes := []string{`\s`, `\S`, `\d`, `\w`, `\p{L}`, `\p{N}`, `\p{M}`, `\p{Lu}`, `\p{Ll}`, `\p{Lt}`, `\p{Lm}`, `\p{Lo}`, `\p{P}`, `\p{S}`, `[^\s\p{L}\p{N}]`, `[^\r\n\p{L}\p{N}]`, `(?i:s)`, `(?i:k)`}
+	var cases []refCase
+	for _, c := range classes {
+		cases = append(cases, refCase{c, text})
+	}
+	want := hfMatches(t, cases)
+	for i, c := range cases {
+		m, err := compileRegexp(c.Pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inWant := map[rune]bool{}
+		for _, r := range want[i] {
+			c, _ := utf8.DecodeRuneInString(text[r[0]:r[1]])
+			inWant[c] = true
+		}
+		inGot := map[rune]bool{}
+		for _, r := range m.FindAll(text, nil) {
+			c, _ := utf8.DecodeRuneInString(text[r[0]:r[1]])
+			inGot[c] = true
+		}
+		var diff []string
+		newer := 0
+		for c := rune(1); c <= unicode.MaxRune; c++ {
+			if inWant[c] != inGot[c] {
+				if !assigned(c) {
+					newer++
+					continue
+				}
+				diff = append(diff, fmt.Sprintf("U+%04X(onig %v)", c, inWant[c]))
+			}
+		}
+		if len(diff) > 0 {
+			if len(diff) > 20 {
+				diff = append(diff[:20], fmt.Sprintf("... %d in all", len(diff)))
+			}
+			t.Errorf("class %s: regexp2 differs from Oniguruma on %s", c.Pattern, strings.Join(diff, " "))
+		}
+		if newer > 0 {
+			t.Logf("class %s: %d code points differ that Unicode %s does not assign", c.Pattern, newer, unicode.Version)
+		}
+	}
+}
