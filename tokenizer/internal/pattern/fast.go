@@ -1,0 +1,330 @@
+package pattern
+
+// Hand-written matchers for the pre-tokenizer patterns of the common model
+// families. Each one computes, at a position, the end of the match the regex
+// would find there, following the regex's ordered alternation and
+// backtracking by hand. Every one of these patterns has a catch-all
+// alternative for each class of character (letters, numbers, whitespace,
+// everything else), so a match always starts where the previous one ended and
+// FindAll is a single left-to-right pass with no search and no allocation
+// beyond dst. The differential tests (fast_test.go) hold each matcher to the
+// regexp2 fallback on adversarial input.
+
+func init() {
+	fastMatchers[exprGPT2] = gpt2Matcher{}
+	fastMatchers[exprLlama3] = llamaMatcher{maxDigits: 3}
+	fastMatchers[exprQwen2] = llamaMatcher{maxDigits: 1}
+	fastMatchers[exprO200k] = o200kMatcher{}
+}
+
+// The patterns, exactly as real tokenizer.json files spell them (after JSON
+// unescaping).
+const (
+	// GPT-2, RoBERTa and every ByteLevel pre-tokenizer with use_regex.
+	exprGPT2 = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+	// Llama-3 (tiktoken's cl100k_base).
+	exprLlama3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// Qwen2, Qwen2.5, Qwen3: Llama-3 with single digits.
+	exprQwen2 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// GPT-4o (tiktoken's o200k_base).
+	exprO200k = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+// findAll drives a next function that returns the end of the match starting
+// at i (always > i).
+func findAll(s string, dst [][2]int, next func(s string, i int) int) [][2]int {
+	for i := 0; i < len(s); {
+		e := next(s, i)
+		dst = append(dst, [2]int{i, e})
+		i = e
+	}
+	return dst
+}
+
+// contraction returns the end of `'s|'t|'re|'ve|'m|'ll|'d` at s[i] == '\”, or
+// -1. With fold it is `(?i:...)`, where Unicode case folding also lets 's
+// match U+017F LATIN SMALL LETTER LONG S (as Oniguruma and regexp2 both do).
+func contraction(s string, i int, fold bool) int {
+	j := i + 1
+	if j >= len(s) {
+		return -1
+	}
+	b := s[j]
+	if fold {
+		if b == 0xc5 && j+1 < len(s) && s[j+1] == 0xbf { // ſ
+			return j + 2
+		}
+		b |= 0x20 // ASCII lower case; only letters can come out as these
+	}
+	switch b {
+	case 's', 't', 'm', 'd':
+		return j + 1
+	case 'r', 'v', 'l':
+		if j+1 < len(s) {
+			want := byte('e')
+			if b == 'l' {
+				want = 'l'
+			}
+			c := s[j+1]
+			if fold {
+				c |= 0x20
+			}
+			if c == want {
+				return j + 2
+			}
+		}
+	}
+	return -1
+}
+
+// runEnd returns the end of the run of runes from i whose class has any bit
+// of want.
+func runEnd(s string, i int, want uint8) int {
+	for i < len(s) {
+		c, n := class(s, i)
+		if c&want == 0 {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// otherRunEnd returns the end of the run of [^\s\p{L}\p{N}] from i.
+func otherRunEnd(s string, i int) int {
+	for i < len(s) {
+		c, n := class(s, i)
+		if c&(cS|cL|cN) != 0 {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// newlinesEnd returns the end of [\r\n]* (and '/' with slash) from i.
+func newlinesEnd(s string, i int, slash bool) int {
+	for i < len(s) && (s[i] == '\r' || s[i] == '\n' || slash && s[i] == '/') {
+		i++
+	}
+	return i
+}
+
+// spaceEnd returns the end of the whitespace alternatives at s[i], which is
+// whitespace: `\s*[\r\n]+` when newlines is set, then `\s+(?!\S)`, then `\s+`.
+func spaceEnd(s string, i int, newlines bool) int {
+	j, last, lastNL := i, i, -1
+	for j < len(s) {
+		c, n := class(s, j)
+		if c&cS == 0 {
+			break
+		}
+		if s[j] == '\r' || s[j] == '\n' {
+			lastNL = j
+		}
+		last = j
+		j += n
+	}
+	switch {
+	case newlines && lastNL >= 0:
+		// \s* backtracks to the last line break and [\r\n]+ takes it; what
+		// follows it in the run is neither \r nor \n.
+		return lastNL + 1
+	case j == len(s):
+		return j // \s+ to the end: nothing follows, so (?!\S) holds
+	case last > i:
+		// \s+ gives back its last rune so that (?!\S) sees whitespace.
+		return last
+	default:
+		return j // a single whitespace rune before \S: plain \s+
+	}
+}
+
+// gpt2Matcher matches exprGPT2.
+type gpt2Matcher struct{}
+
+func (gpt2Matcher) FindAll(s string, dst [][2]int) [][2]int {
+	initTables()
+	return findAll(s, dst, gpt2Next)
+}
+
+func gpt2Next(s string, i int) int {
+	b := s[i]
+	if b == '\'' {
+		if e := contraction(s, i, false); e > 0 {
+			return e
+		}
+	}
+	c, n := class(s, i)
+	j := i + n
+	if b == ' ' && j < len(s) {
+		// ` ?` before a letter, number or other run.
+		c2, n2 := class(s, j)
+		switch {
+		case c2&cL != 0:
+			return runEnd(s, j+n2, cL)
+		case c2&cN != 0:
+			return runEnd(s, j+n2, cN)
+		case c2&cS == 0:
+			return otherRunEnd(s, j+n2)
+		}
+	}
+	switch {
+	case c&cL != 0:
+		return runEnd(s, j, cL)
+	case c&cN != 0:
+		return runEnd(s, j, cN)
+	case c&cS == 0:
+		return otherRunEnd(s, j)
+	}
+	return spaceEnd(s, i, false)
+}
+
+// llamaMatcher matches exprLlama3 (maxDigits 3) and exprQwen2 (maxDigits 1).
+type llamaMatcher struct{ maxDigits int }
+
+func (m llamaMatcher) FindAll(s string, dst [][2]int) [][2]int {
+	initTables()
+	if m.maxDigits == 1 {
+		return findAll(s, dst, qwenNext)
+	}
+	return findAll(s, dst, llama3Next)
+}
+
+func llama3Next(s string, i int) int { return llamaNext(s, i, 3) }
+func qwenNext(s string, i int) int   { return llamaNext(s, i, 1) }
+
+func llamaNext(s string, i int, maxDigits int) int {
+	b := s[i]
+	if b == '\'' {
+		if e := contraction(s, i, true); e > 0 {
+			return e
+		}
+	}
+	c, n := class(s, i)
+	j := i + n
+	switch {
+	case c&cL != 0:
+		return runEnd(s, j, cL)
+	case c&cN != 0:
+		for k := 1; k < maxDigits && j < len(s); k++ {
+			c2, n2 := class(s, j)
+			if c2&cN == 0 {
+				break
+			}
+			j += n2
+		}
+		return j
+	}
+	// [^\r\n\p{L}\p{N}]?\p{L}+ with the optional rune taken.
+	if b != '\r' && b != '\n' && j < len(s) {
+		if c2, n2 := class(s, j); c2&cL != 0 {
+			return runEnd(s, j+n2, cL)
+		}
+	}
+	if c&cS == 0 {
+		return newlinesEnd(s, otherRunEnd(s, j), false)
+	}
+	if b == ' ' && j < len(s) {
+		if c2, n2 := class(s, j); c2&(cS|cL|cN) == 0 {
+			return newlinesEnd(s, otherRunEnd(s, j+n2), false)
+		}
+	}
+	return spaceEnd(s, i, true)
+}
+
+// o200kMatcher matches exprO200k.
+type o200kMatcher struct{}
+
+func (o200kMatcher) FindAll(s string, dst [][2]int) [][2]int {
+	initTables()
+	return findAll(s, dst, o200kNext)
+}
+
+// o200kWord tries the two word alternatives from x (after the optional
+// prefix rune, if taken) and returns the end of the match or -1:
+//
+//	upper: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+ contraction?
+//	       (second=false)
+//	       [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]* contraction?
+//	       (second=true)
+func o200kWord(s string, x int, second bool) int {
+	u, lastLw, lastLwEnd := x, -1, -1
+	for u < len(s) {
+		c, n := class(s, u)
+		if c&cUp == 0 {
+			break
+		}
+		if c&cLw != 0 {
+			lastLw, lastLwEnd = u, u+n
+		}
+		u += n
+	}
+	var w int
+	switch {
+	case second:
+		if u == x {
+			return -1
+		}
+		w = runEnd(s, u, cLw)
+	case u < len(s) && classAt(s, u)&cLw != 0:
+		// The upper run stops at a lower-case letter: [..]+ takes its run.
+		w = runEnd(s, u, cLw)
+	case lastLw >= 0:
+		// The upper run gives back runes until the last one that is also in
+		// the lower class; [..]+ takes that one only, as the rune after it
+		// (upper-only, or the one ending the run) is not in the lower class.
+		w = lastLwEnd
+	default:
+		return -1
+	}
+	if w < len(s) && s[w] == '\'' {
+		if e := contraction(s, w, true); e > 0 {
+			return e
+		}
+	}
+	return w
+}
+
+func classAt(s string, i int) uint8 {
+	c, _ := class(s, i)
+	return c
+}
+
+func o200kNext(s string, i int) int {
+	b := s[i]
+	c, n := class(s, i)
+	j := i + n
+	prefix := c&(cL|cN) == 0 && b != '\r' && b != '\n' && j < len(s)
+	for _, second := range [2]bool{false, true} {
+		if prefix {
+			if e := o200kWord(s, j, second); e >= 0 {
+				return e
+			}
+		}
+		if c&(cUp|cLw) != 0 {
+			if e := o200kWord(s, i, second); e >= 0 {
+				return e
+			}
+		}
+	}
+	if c&cN != 0 {
+		for k := 1; k < 3 && j < len(s); k++ {
+			c2, n2 := class(s, j)
+			if c2&cN == 0 {
+				break
+			}
+			j += n2
+		}
+		return j
+	}
+	if c&cS == 0 {
+		return newlinesEnd(s, otherRunEnd(s, j), true)
+	}
+	if b == ' ' && j < len(s) {
+		if c2, n2 := class(s, j); c2&(cS|cL|cN) == 0 {
+			return newlinesEnd(s, otherRunEnd(s, j+n2), true)
+		}
+	}
+	return spaceEnd(s, i, true)
+}
