@@ -1,0 +1,265 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Config is the shape of a decoder-only transformer, read from a Hugging Face config.json or
+// from GGUF metadata. Field names follow config.json.
+type Config struct {
+	Architecture     string // registry key: "llama", "mistral", "qwen2", "qwen3"
+	VocabSize        int
+	HiddenSize       int
+	IntermediateSize int
+	NumLayers        int
+	NumHeads         int
+	NumKVHeads       int
+	HeadDim          int // Qwen3 sets it apart from HiddenSize/NumHeads
+	MaxPositions     int
+	RMSNormEps       float64
+	RopeTheta        float64
+	RopeScaling      *RopeScaling
+	TieEmbeddings    bool
+	AttentionBias    bool // q/k/v projections carry a bias (always for Qwen2)
+	SlidingWindow    int  // Mistral: attend to at most this many positions; 0 = no window
+	BOS, EOS         []int
+}
+
+// RopeScaling stretches rotary frequencies for long contexts. Type "linear" divides every
+// frequency by Factor; "llama3" divides only the low frequencies, blending in between
+// (Llama 3.1/3.2). FreqFactors, when set (GGUF's rope_freqs tensor), divides frequency i
+// by FreqFactors[i] instead.
+type RopeScaling struct {
+	Type                 string
+	Factor               float64
+	LowFreqFactor        float64
+	HighFreqFactor       float64
+	OriginalMaxPositions int
+	FreqFactors          []float32
+}
+
+// hfConfig is the subset of config.json that tokenwise reads.
+type hfConfig struct {
+	ModelType          string          `json:"model_type"`
+	Architectures      []string        `json:"architectures"`
+	VocabSize          int             `json:"vocab_size"`
+	HiddenSize         int             `json:"hidden_size"`
+	IntermediateSize   int             `json:"intermediate_size"`
+	NumHiddenLayers    int             `json:"num_hidden_layers"`
+	NumAttentionHeads  int             `json:"num_attention_heads"`
+	NumKeyValueHeads   int             `json:"num_key_value_heads"`
+	HeadDim            int             `json:"head_dim"`
+	MaxPositionEmbeds  int             `json:"max_position_embeddings"`
+	RMSNormEps         float64         `json:"rms_norm_eps"`
+	RopeTheta          float64         `json:"rope_theta"`
+	RopeScaling        json.RawMessage `json:"rope_scaling"`
+	TieWordEmbeddings  *bool           `json:"tie_word_embeddings"`
+	AttentionBias      bool            `json:"attention_bias"`
+	MLPBias            bool            `json:"mlp_bias"`
+	HiddenAct          string          `json:"hidden_act"`
+	SlidingWindow      *int            `json:"sliding_window"`
+	UseSlidingWindow   *bool           `json:"use_sliding_window"`
+	PartialRotaryFactr *float64        `json:"partial_rotary_factor"`
+	BOSTokenID         json.RawMessage `json:"bos_token_id"`
+	EOSTokenID         json.RawMessage `json:"eos_token_id"`
+}
+
+// ReadConfig reads a Hugging Face config.json (or the folder holding one). A
+// generation_config.json next to it adds its eos_token_id to EOS, as transformers'
+// generate() does.
+func ReadConfig(path string) (*Config, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "config.json")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	gen := filepath.Join(filepath.Dir(path), "generation_config.json")
+	if data, err := os.ReadFile(gen); err == nil {
+		var g struct {
+			EOS json.RawMessage `json:"eos_token_id"`
+		}
+		if err := json.Unmarshal(data, &g); err != nil {
+			return nil, fmt.Errorf("%s: %w", gen, err)
+		}
+		ids, err := idList(g.EOS)
+		if err != nil {
+			return nil, fmt.Errorf("%s: eos_token_id: %w", gen, err)
+		}
+		for _, id := range ids {
+			if !contains(c.EOS, id) {
+				c.EOS = append(c.EOS, id)
+			}
+		}
+	}
+	return c, nil
+}
+
+// ParseConfig parses config.json bytes.
+func ParseConfig(data []byte) (*Config, error) {
+	var h hfConfig
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, err
+	}
+	arch, ok := hfModelTypes[h.ModelType]
+	if !ok {
+		return nil, fmt.Errorf("model_type %q (architectures %v): not supported (supported: llama, mistral, qwen2, qwen3)", h.ModelType, h.Architectures)
+	}
+	c := &Config{
+		Architecture:     arch,
+		VocabSize:        h.VocabSize,
+		HiddenSize:       h.HiddenSize,
+		IntermediateSize: h.IntermediateSize,
+		NumLayers:        h.NumHiddenLayers,
+		NumHeads:         h.NumAttentionHeads,
+		NumKVHeads:       h.NumKeyValueHeads,
+		HeadDim:          h.HeadDim,
+		MaxPositions:     h.MaxPositionEmbeds,
+		RMSNormEps:       h.RMSNormEps,
+		RopeTheta:        h.RopeTheta,
+		AttentionBias:    h.AttentionBias || arch == "qwen2", // Qwen2 always has q/k/v bias
+	}
+	if c.NumKVHeads == 0 {
+		c.NumKVHeads = c.NumHeads
+	}
+	if c.HeadDim == 0 && c.NumHeads > 0 {
+		c.HeadDim = c.HiddenSize / c.NumHeads
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = 10000
+	}
+	if c.RMSNormEps == 0 {
+		c.RMSNormEps = 1e-6
+	}
+	// transformers' PretrainedConfig default is tied.
+	c.TieEmbeddings = h.TieWordEmbeddings == nil || *h.TieWordEmbeddings
+	if h.HiddenAct != "" && h.HiddenAct != "silu" {
+		return nil, fmt.Errorf("hidden_act %q: not supported (only silu)", h.HiddenAct)
+	}
+	if h.MLPBias {
+		return nil, errors.New("mlp_bias: not supported")
+	}
+	if h.PartialRotaryFactr != nil && *h.PartialRotaryFactr != 1 {
+		return nil, fmt.Errorf("partial_rotary_factor %g: not supported", *h.PartialRotaryFactr)
+	}
+	if h.SlidingWindow != nil && *h.SlidingWindow > 0 {
+		switch {
+		case arch == "mistral":
+			c.SlidingWindow = *h.SlidingWindow
+		case h.UseSlidingWindow != nil && *h.UseSlidingWindow:
+			return nil, fmt.Errorf("use_sliding_window with sliding_window %d: not supported for %s", *h.SlidingWindow, arch)
+		}
+	}
+	if len(h.RopeScaling) > 0 && string(h.RopeScaling) != "null" {
+		rs, err := parseRopeScaling(h.RopeScaling)
+		if err != nil {
+			return nil, fmt.Errorf("rope_scaling: %w", err)
+		}
+		c.RopeScaling = rs
+	}
+	var err error
+	if c.BOS, err = idList(h.BOSTokenID); err != nil {
+		return nil, fmt.Errorf("bos_token_id: %w", err)
+	}
+	if c.EOS, err = idList(h.EOSTokenID); err != nil {
+		return nil, fmt.Errorf("eos_token_id: %w", err)
+	}
+	return c, c.Validate()
+}
+
+// hfModelTypes maps config.json's model_type to the registry key.
+var hfModelTypes = map[string]string{"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3"}
+
+func parseRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
+	var r struct {
+		Type           string  `json:"type"`
+		RopeType       string  `json:"rope_type"`
+		Factor         float64 `json:"factor"`
+		LowFreqFactor  float64 `json:"low_freq_factor"`
+		HighFreqFactor float64 `json:"high_freq_factor"`
+		OrigMax        int     `json:"original_max_position_embeddings"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	t := r.RopeType
+	if t == "" {
+		t = r.Type
+	}
+	rs := &RopeScaling{Type: t, Factor: r.Factor, LowFreqFactor: r.LowFreqFactor, HighFreqFactor: r.HighFreqFactor, OriginalMaxPositions: r.OrigMax}
+	switch t {
+	case "default":
+		return nil, nil
+	case "linear":
+		if r.Factor <= 0 {
+			return nil, fmt.Errorf("linear: factor %g must be positive", r.Factor)
+		}
+	case "llama3":
+		if r.Factor <= 0 || r.LowFreqFactor <= 0 || r.HighFreqFactor <= r.LowFreqFactor || r.OrigMax <= 0 {
+			return nil, fmt.Errorf("llama3: need factor > 0, 0 < low_freq_factor < high_freq_factor, original_max_position_embeddings > 0; have %s", raw)
+		}
+	default:
+		return nil, fmt.Errorf("type %q: not supported (linear, llama3)", t)
+	}
+	return rs, nil
+}
+
+// idList reads a token id field that config files write as null, a number or a list.
+func idList(raw json.RawMessage) ([]int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one int
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return []int{one}, nil
+	}
+	var many []int
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, fmt.Errorf("%s: want an integer or a list of integers", raw)
+	}
+	return many, nil
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks that the shape is complete and consistent.
+func (c *Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize},
+		{"num_hidden_layers", c.NumLayers}, {"num_attention_heads", c.NumHeads}, {"num_key_value_heads", c.NumKVHeads},
+		{"head_dim", c.HeadDim}, {"max_position_embeddings", c.MaxPositions},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("%s = %d: must be positive", f.name, f.v)
+		}
+	}
+	if c.NumHeads%c.NumKVHeads != 0 {
+		return fmt.Errorf("num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumHeads, c.NumKVHeads)
+	}
+	if c.HeadDim%2 != 0 {
+		return fmt.Errorf("head_dim %d: rotary embeddings need an even head size", c.HeadDim)
+	}
+	if _, ok := architectures[c.Architecture]; !ok {
+		return fmt.Errorf("architecture %q: not supported", c.Architecture)
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+// Package model runs decoder-only transformers (Llama, Mistral, Qwen2, Qwen3) from Hugging
+// Face safetensors folders and GGUF files.
+//
+// A forward pass has two phases. Prefill takes the whole prompt at once: every projection is
+// a matrix×matrix product, so each weight read from memory serves all prompt tokens
+// (compute-bound). Decode takes one token: every projection is a matrix×vector product
+// that reads all weights for a single token (memory-bound). Both run the same layer code
+// over a batch of n tokens; each Sequence owns its KV cache.
+//
+// Each architecture is one file (llama.go, qwen2.go, ...) that lists its weights and reads
+// like its block diagram; the building blocks are in layers.go, the kernels in package kernels.
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/kernels"
+)
+
+// Options tune how a model runs.
+type Options struct {
+	Threads int // worker threads for the kernels; <= 0 means one per CPU
+}
+
+// Model is a loaded model. Its weights alias the memory-mapped file. Forward passes of
+// different sequences are serialized: they share the activation buffers and the workers.
+type Model struct {
+	cfg    *Config
+	embed  kernels.Mat
+	norm   norm
+	head   kernels.Mat // the embedding matrix when embeddings are tied
+	layers []layer
+
+	ropeFreqs       []float64
+	ropeInterleaved bool // GGUF llama: Q/K rows were permuted by the converter
+
+	pool    *kernels.Pool
+	scratch *kernels.Scratch
+	closer  io.Closer
+
+	mu  sync.Mutex
+	run run
+}
+
+// layer is one decoder block of some architecture.
+type layer interface {
+	forward(r *run, index int)
+}
+
+// loader binds one architecture's layers.
+type loader func(b *binder) []layer
+
+var architectures = map[string]loader{}
+
+// register adds an architecture under its config.json model_type.
+func register(name string, l loader) { architectures[name] = l }
+
+// Load opens a Hugging Face folder (config.json + safetensors) or a .gguf file.
+func Load(path string, opts Options) (*Model, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		if strings.HasSuffix(strings.ToLower(path), ".gguf") {
+			return loadGGUF(path, opts)
+		}
+		return nil, fmt.Errorf("%s: not a model folder or a .gguf file", path)
+	}
+	cfg, err := ReadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	st2, err := safetensors.OpenModel(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := build(cfg, st2, hfNames, false, opts)
+	if err != nil {
+		st2.Close()
+		return nil, fmt.Errorf("%s: %w", filepath.Join(path, "model.safetensors"), err)
+	}
+	m.closer = st2
+	return m, nil
+}
+
+// build binds every weight of cfg's architecture from src and prepares the runtime.
+func build(cfg *Config, src source, names naming, interleaved bool, opts Options) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &binder{src: src, names: names, cfg: cfg}
+	m := &Model{cfg: cfg, ropeInterleaved: interleaved}
+	m.embed = b.matrix(names.global("model.embed_tokens"), cfg.VocabSize, cfg.HiddenSize)
+	m.norm = norm{w: b.vector(names.global("model.norm"), cfg.HiddenSize, false), eps: cfg.RMSNormEps}
+	if _, ok := src.Tensor(names.global("lm_head")); ok || !cfg.TieEmbeddings {
+		m.head = b.matrix(names.global("lm_head"), cfg.VocabSize, cfg.HiddenSize)
+	} else {
+		m.head = m.embed
+	}
+	m.layers = architectures[cfg.Architecture](b)
+	if b.err != nil {
+		return nil, b.err
+	}
+	var err error
+	if m.ropeFreqs, err = ropeFreqs(cfg); err != nil {
+		return nil, err
+	}
+	m.pool = kernels.NewPool(opts.Threads)
+	m.scratch = kernels.NewScratch(m.pool.Threads())
+	return m, nil
+}
+
+// ropeFreqs returns the rotary inverse frequencies after cfg's scaling.
+func ropeFreqs(cfg *Config) ([]float64, error) {
+	f := kernels.RopeFreqs(cfg.HeadDim, cfg.RopeTheta)
+	rs := cfg.RopeScaling
+	if rs == nil {
+		return f, nil
+	}
+	if rs.FreqFactors != nil {
+		if len(rs.FreqFactors) != len(f) {
+			return nil, fmt.Errorf("rope frequency factors: %d values, want head_dim/2 = %d", len(rs.FreqFactors), len(f))
+		}
+		for i := range f {
+			f[i] /= float64(rs.FreqFactors[i])
+		}
+		return f, nil
+	}
+	switch rs.Type {
+	case "linear":
+		for i := range f {
+			f[i] /= rs.Factor
+		}
+	case "llama3":
+		// Llama 3.1: wavelengths longer than the original context / low_freq_factor are
+		// stretched by factor, shorter than context / high_freq_factor kept, blended between.
+		orig := float64(rs.OriginalMaxPositions)
+		lowWave, highWave := orig/rs.LowFreqFactor, orig/rs.HighFreqFactor
+		for i, fr := range f {
+			wave := 2 * math.Pi / fr
+			switch {
+			case wave < highWave:
+			case wave > lowWave:
+				f[i] = fr / rs.Factor
+			default:
+				s := (orig/wave - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
+				f[i] = (1-s)*fr/rs.Factor + s*fr
+			}
+		}
+	default:
+		return nil, fmt.Errorf("rope scaling %q: not supported", rs.Type)
+	}
+	return f, nil
+}
+
+// Config returns the model's shape.
+func (m *Model) Config() *Config { return m.cfg }
+
+// Close releases the workers and the file mapping.
+func (m *Model) Close() error {
+	m.pool.Close()
+	if m.closer != nil {
+		return m.closer.Close()
+	}
+	return nil
+}
+
+// Sequence is one conversation's state: the tokens seen so far, as keys and values per
+// layer (float32, grown as tokens arrive up to the sequence's maximum length).
+type Sequence struct {
+	m      *Model
+	maxLen int
+	n      int
+	k, v   [][]float32
+}
+
+// NewSequence makes a sequence that holds up to maxLen tokens (<= 0 or beyond the model's
+// context: the model's context, MaxPositions).
+func (m *Model) NewSequence(maxLen int) *Sequence {
+	if maxLen <= 0 || maxLen > m.cfg.MaxPositions {
+		maxLen = m.cfg.MaxPositions
+	}
+	return &Sequence{m: m, maxLen: maxLen, k: make([][]float32, m.cfg.NumLayers), v: make([][]float32, m.cfg.NumLayers)}
+}
+
+// Len is the number of tokens in the sequence so far.
+func (s *Sequence) Len() int { return s.n }
+
+// MaxLen is the most tokens the sequence can hold.
+func (s *Sequence) MaxLen() int { return s.maxLen }
+
+// Reset empties the sequence, keeping its cache memory.
+func (s *Sequence) Reset() { s.n = 0 }
+
+// reserve grows the cache to hold n tokens: capacity doubles, so a long generation
+// reallocates only a few times, and a short one never holds a full-context cache.
+func (s *Sequence) reserve(n int) {
+	kvDim := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
+	if len(s.k[0]) >= n*kvDim {
+		return
+	}
+	c := max(n, 2*len(s.k[0])/kvDim, 64)
+	c = min(c, s.maxLen)
+	for l := range s.k {
+		k, v := make([]float32, c*kvDim), make([]float32, c*kvDim)
+		copy(k, s.k[l][:s.n*kvDim])
+		copy(v, s.v[l][:s.n*kvDim])
+		s.k[l], s.v[l] = k, v
+	}
+}
+
+// Prefill appends the prompt ids to the sequence in one batched pass and returns the
+// logits of the last position only (the rest would be discarded).
+func (m *Model) Prefill(s *Sequence, ids []int) ([]float32, error) {
+	if len(ids) == 0 {
+		return nil, errors.New("prefill: no tokens")
+	}
+	return m.forward(s, ids)
+}
+
+// Decode appends one token and returns the logits for the next.
+func (m *Model) Decode(s *Sequence, id int) ([]float32, error) {
+	return m.forward(s, []int{id})
+}
+
+// forward runs ids through every layer at positions s.Len()... and returns the logits of
+// the last one.
+func (m *Model) forward(s *Sequence, ids []int) ([]float32, error) {
+	if s.m != m {
+		return nil, errors.New("sequence belongs to another model")
+	}
+	c := m.cfg
+	if s.n+len(ids) > s.maxLen {
+		return nil, fmt.Errorf("%d tokens exceed the context: the sequence holds %d and has room for %d (max %d)", len(ids), s.n, s.maxLen-s.n, s.maxLen)
+	}
+	for i, id := range ids {
+		if id < 0 || id >= c.VocabSize {
+			return nil, fmt.Errorf("token %d at position %d: outside the vocabulary (size %d)", id, s.n+i, c.VocabSize)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s.reserve(s.n + len(ids))
+	r := &m.run
+	r.start(m, s, len(ids))
+	for t, id := range ids {
+		_ = m.embed.Row(id, r.x[t*c.HiddenSize:(t+1)*c.HiddenSize]) // Mat validated at load
+	}
+	for i, l := range m.layers {
+		l.forward(r, i)
+	}
+	s.n += len(ids)
+
+	last := r.x[(r.n-1)*c.HiddenSize : r.n*c.HiddenSize]
+	h := r.h[:c.HiddenSize]
+	kernels.RMSNorm(h, last, m.norm.w, m.norm.eps)
+	logits := make([]float32, c.VocabSize)
+	kernels.MatVec(m.pool, logits, &m.head, h, m.scratch)
+	return logits, nil
+}
+
+// run holds one pass's activations. Buffers are kept between passes and grown as needed.
+type run struct {
+	m    *Model
+	s    *Sequence
+	n    int // tokens in this pass
+	pos0 int // position of the first
+
+	x                          []float32 // residual stream, n×hidden
+	h, q, k, v, ctx, attnOut   []float32
+	gate, up, mlpOut, cos, sin []float32
+	scores                     [][]float32 // per worker, one row of attention weights
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func (r *run) start(m *Model, s *Sequence, n int) {
+	c := m.cfg
+	r.m, r.s, r.n, r.pos0 = m, s, n, s.n
+	qd, kvd := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
+	r.x = grow(r.x, n*c.HiddenSize)
+	r.h = grow(r.h, n*c.HiddenSize)
+	r.q = grow(r.q, n*qd)
+	r.k = grow(r.k, n*kvd)
+	r.v = grow(r.v, n*kvd)
+	r.ctx = grow(r.ctx, n*qd)
+	r.attnOut = grow(r.attnOut, n*c.HiddenSize)
+	r.gate = grow(r.gate, n*c.IntermediateSize)
+	r.up = grow(r.up, n*c.IntermediateSize)
+	r.mlpOut = grow(r.mlpOut, n*c.HiddenSize)
+	half := c.HeadDim / 2
+	r.cos = grow(r.cos, n*half)
+	r.sin = grow(r.sin, n*half)
+	for t := range n {
+		kernels.RopeAngles(r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half], s.n+t, m.ropeFreqs)
+	}
+	if len(r.scores) != m.pool.Threads() {
+		r.scores = make([][]float32, m.pool.Threads())
+	}
+	for w := range r.scores {
+		r.scores[w] = grow(r.scores[w], s.n+n)
+	}
+}

@@ -1,0 +1,368 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// memSource serves tensors from memory, so the forward pass is tested apart from the file
+// readers.
+type memSource map[string]tensor.Info
+
+func (m memSource) Tensor(name string) (tensor.Info, bool) { t, ok := m[name]; return t, ok }
+
+func newMemSource(ts []tensor.Info) memSource {
+	m := memSource{}
+	for _, t := range ts {
+		m[t.Name] = t
+	}
+	return m
+}
+
+// Small shapes that exercise each architecture's features: odd vocabularies, GQA, MQA and
+// MHA, tied and untied heads, both RoPE scalings, a sliding window shorter than the test
+// sequences, q/k/v biases, and Qwen3's head_dim ≠ hidden/heads.
+var testConfigs = map[string]string{
+	"llama-gqa-tied": `{"model_type":"llama","vocab_size":101,"hidden_size":48,"intermediate_size":80,"num_hidden_layers":2,
+		"num_attention_heads":6,"num_key_value_heads":2,"max_position_embeddings":128,"rms_norm_eps":1e-5,"rope_theta":10000,
+		"tie_word_embeddings":true,"bos_token_id":1,"eos_token_id":2}`,
+	"llama3-scaled-untied": `{"model_type":"llama","vocab_size":97,"hidden_size":32,"intermediate_size":72,"num_hidden_layers":3,
+		"num_attention_heads":4,"num_key_value_heads":4,"max_position_embeddings":128,"rms_norm_eps":1e-5,"rope_theta":500000,
+		"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":16},
+		"tie_word_embeddings":false,"eos_token_id":[2,3]}`,
+	"llama-linear": `{"model_type":"llama","vocab_size":64,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":2,
+		"num_attention_heads":2,"num_key_value_heads":1,"max_position_embeddings":96,"rms_norm_eps":1e-6,"rope_theta":10000,
+		"rope_scaling":{"type":"linear","factor":2.5},"tie_word_embeddings":false}`,
+	"mistral-window": `{"model_type":"mistral","vocab_size":90,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":128,"rms_norm_eps":1e-5,"rope_theta":1000000,
+		"sliding_window":6,"tie_word_embeddings":false}`,
+	"qwen2-bias-mqa": `{"model_type":"qwen2","vocab_size":103,"hidden_size":40,"intermediate_size":56,"num_hidden_layers":2,
+		"num_attention_heads":5,"num_key_value_heads":1,"max_position_embeddings":128,"rms_norm_eps":1e-6,"rope_theta":1000000,
+		"sliding_window":32768,"use_sliding_window":false,"tie_word_embeddings":true}`,
+	"qwen3-headdim": `{"model_type":"qwen3","vocab_size":99,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"head_dim":12,"max_position_embeddings":128,"rms_norm_eps":1e-6,
+		"rope_theta":1000000,"tie_word_embeddings":true,"attention_bias":false}`,
+}
+
+func testModel(t *testing.T, name string, dt tensor.DType, threads int) (*Model, *refModel, []tensor.Info) {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(testConfigs[name]))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	ws, err := RandomWeights(cfg, 42, dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := build(cfg, newMemSource(ws), hfNames, false, Options{Threads: threads})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ref, err := newRef(cfg, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, ref, ws
+}
+
+func argmax[T float32 | float64](v []T) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// logitTol: the fast path computes in float32 (relative precision 6·10⁻⁸) through a few
+// layers of sums over at most a few hundred terms; its logits stay within ~10⁻⁵ of the
+// float64 reference relative to their scale (measured: ≤ 8·10⁻⁷ on these shapes). A wrong
+// index, position or scale moves them by O(1).
+const logitTol = 1e-5
+
+var maxSeen float64
+
+func closeLogits(t *testing.T, what string, got []float32, want []float64) {
+	t.Helper()
+	scale := 1.0
+	for _, w := range want {
+		scale = max(scale, math.Abs(w))
+	}
+	var worst float64
+	for i := range want {
+		worst = max(worst, math.Abs(float64(got[i])-want[i]))
+	}
+	if testing.Verbose() && worst/scale > maxSeen {
+		maxSeen = worst / scale
+		t.Logf("%s: worst relative logit error so far %.2g", what, maxSeen)
+	}
+	if worst > logitTol*scale {
+		t.Fatalf("%s: logits differ by up to %g (scale %g, tolerance %g)", what, worst, scale, logitTol*scale)
+	}
+}
+
+var testPrompt = []int{5, 17, 3, 42, 8, 11, 29, 30, 1}
+
+// TestForwardMatchesReference: prefill, then 32 greedy decode steps, against the float64
+// reference fed the same tokens one by one.
+func TestForwardMatchesReference(t *testing.T) {
+	for name := range testConfigs {
+		for _, dt := range []tensor.DType{tensor.F32, tensor.BF16, tensor.F16} {
+			for _, threads := range []int{1, 3} {
+				if dt != tensor.F32 && threads != 1 {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%v/threads=%d", name, dt, threads), func(t *testing.T) {
+					m, ref, _ := testModel(t, name, dt, threads)
+					s := m.NewSequence(0)
+					logits, err := m.Prefill(s, testPrompt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want []float64
+					for _, id := range testPrompt {
+						want = ref.step(id)
+					}
+					closeLogits(t, "prefill", logits, want)
+					for step := range 32 {
+						tok, refTok := argmax(logits), argmax(want)
+						if tok != refTok {
+							t.Fatalf("step %d: greedy token %d, reference %d", step, tok, refTok)
+						}
+						if logits, err = m.Decode(s, tok); err != nil {
+							t.Fatal(err)
+						}
+						want = ref.step(tok)
+						closeLogits(t, fmt.Sprintf("decode step %d", step), logits, want)
+					}
+					if s.Len() != len(testPrompt)+32 {
+						t.Fatalf("Len %d", s.Len())
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestPrefillEqualsDecode: one batched prefill (also split in two) gives the same logits and
+// greedy continuation as feeding the prompt token by token with Decode.
+func TestPrefillEqualsDecode(t *testing.T) {
+	for name := range testConfigs {
+		t.Run(name, func(t *testing.T) {
+			m, _, _ := testModel(t, name, tensor.F32, 2)
+			greedy := func(s *Sequence, logits []float32) ([]int, []float32) {
+				var ids []int
+				for range 32 {
+					id := argmax(logits)
+					ids = append(ids, id)
+					var err error
+					if logits, err = m.Decode(s, id); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return ids, logits
+			}
+			a := m.NewSequence(0)
+			la, err := m.Prefill(a, testPrompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := m.NewSequence(0)
+			var lb []float32
+			for _, id := range testPrompt {
+				if lb, err = m.Decode(b, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := m.NewSequence(0)
+			if _, err := m.Prefill(c, testPrompt[:4]); err != nil {
+				t.Fatal(err)
+			}
+			lc, err := m.Prefill(c, testPrompt[4:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range la {
+				if d := math.Abs(float64(la[i] - lb[i])); d > 1e-4*(1+math.Abs(float64(la[i]))) {
+					t.Fatalf("logit %d: prefill %g, decode %g", i, la[i], lb[i])
+				}
+				if d := math.Abs(float64(la[i] - lc[i])); d > 1e-4*(1+math.Abs(float64(la[i]))) {
+					t.Fatalf("logit %d: prefill %g, split prefill %g", i, la[i], lc[i])
+				}
+			}
+			ga, _ := greedy(a, la)
+			gb, _ := greedy(b, lb)
+			gc, _ := greedy(c, lc)
+			if fmt.Sprint(ga) != fmt.Sprint(gb) || fmt.Sprint(ga) != fmt.Sprint(gc) {
+				t.Fatalf("greedy after prefill %v\nafter decode %v\nafter split prefill %v", ga, gb, gc)
+			}
+			// Reset reuses the cache from the start.
+			a.Reset()
+			lr, err := m.Prefill(a, testPrompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(lr) != fmt.Sprint(la) {
+				t.Fatal("logits after Reset differ")
+			}
+		})
+	}
+}
+
+// TestRandomWeightsGap measures how far greedy decisions are from ties: the gap between the
+// top two logits, against how much the logits move when the same weights are rounded to f16
+// (what a parity test against another engine on an f16 export must survive).
+func TestRandomWeightsGap(t *testing.T) {
+	for _, name := range []string{"llama-gqa-tied", "llama3-scaled-untied", "qwen2-bias-mqa"} {
+		m32, _, ws := testModel(t, name, tensor.F32, 1)
+		// The same weights rounded to f16.
+		var ws16 []tensor.Info
+		for _, w := range ws {
+			f := make([]float32, w.NumElements())
+			if err := tensor.Dequantize(w.DType, w.Data, f); err != nil {
+				t.Fatal(err)
+			}
+			b := make([]byte, 2*len(f))
+			if err := tensor.Quantize(tensor.F16, f, b); err != nil {
+				t.Fatal(err)
+			}
+			ws16 = append(ws16, tensor.Info{Name: w.Name, DType: tensor.F16, Shape: w.Shape, Data: b})
+		}
+		m16, err := build(m32.cfg, newMemSource(ws16), hfNames, false, Options{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m16.Close()
+		s32, s16 := m32.NewSequence(0), m16.NewSequence(0)
+		l32, _ := m32.Prefill(s32, testPrompt)
+		l16, _ := m16.Prefill(s16, testPrompt)
+		var gaps []float64
+		var drift float64
+		repeats, prev := 0, testPrompt[len(testPrompt)-1]
+		for range 64 {
+			top := argmax(l32)
+			if top == prev {
+				repeats++
+			}
+			prev = top
+			second := -1
+			for i, v := range l32 {
+				if i != top && (second < 0 || v > l32[second]) {
+					second = i
+				}
+			}
+			gaps = append(gaps, float64(l32[top]-l32[second]))
+			for i := range l32 {
+				drift = max(drift, math.Abs(float64(l32[i]-l16[i])))
+			}
+			l32, _ = m32.Decode(s32, top)
+			l16, _ = m16.Decode(s16, top)
+		}
+		minGap, sum := math.Inf(1), 0.0
+		for _, g := range gaps {
+			minGap = min(minGap, g)
+			sum += g
+		}
+		t.Logf("%s: top-1 minus top-2 logit over 64 steps: mean %.3f, min %.3f; f16 rounding moves logits by at most %.4f",
+			name, sum/float64(len(gaps)), minGap, drift)
+		if repeats > 8 {
+			t.Errorf("%s: greedy decoding repeated the previous token at %d of 64 steps", name, repeats)
+		}
+		if minGap < 4*drift {
+			t.Errorf("%s: smallest top-1/top-2 gap %.4f is within 4× the f16 drift %.4f: greedy parity would be fragile", name, minGap, drift)
+		}
+	}
+}
+
+type errCase struct {
+	name string
+	edit func(memSource)
+	want string
+}
+
+func TestLoadErrors(t *testing.T) {
+	cfg, err := ParseConfig([]byte(testConfigs["qwen2-bias-mqa"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := RandomWeights(cfg, 1, tensor.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []errCase{
+		{"missing", func(m memSource) { delete(m, "model.layers.1.mlp.up_proj.weight") }, `"model.layers.1.mlp.up_proj.weight": missing`},
+		{"missing bias", func(m memSource) { delete(m, "model.layers.0.self_attn.k_proj.bias") }, `"model.layers.0.self_attn.k_proj.bias": missing`},
+		{"dtype", func(m memSource) {
+			t := m["model.layers.0.mlp.down_proj.weight"]
+			t.DType = tensor.I32
+			m[t.Name] = t
+		}, "not supported"},
+	}
+	for _, c := range cases {
+		src := newMemSource(ws)
+		c.edit(src)
+		_, err := build(cfg, src, hfNames, false, Options{Threads: 1})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+	// A transposed k_proj: the error names both shapes.
+	src := newMemSource(ws)
+	k := src["model.layers.0.self_attn.k_proj.weight"]
+	k.Shape = []int{k.Shape[1], k.Shape[0]}
+	src[k.Name] = k
+	if _, err := build(cfg, src, hfNames, false, Options{Threads: 1}); err == nil || !strings.Contains(err.Error(), "config wants [8 40]") {
+		t.Errorf("k_proj transposed: %v", err)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	m, _, _ := testModel(t, "llama-gqa-tied", tensor.F32, 1)
+	s := m.NewSequence(10)
+	if _, err := m.Prefill(s, make([]int, 11)); err == nil || !strings.Contains(err.Error(), "exceed the context") {
+		t.Errorf("prompt longer than the sequence: %v", err)
+	}
+	if _, err := m.Prefill(s, nil); err == nil {
+		t.Error("empty prompt accepted")
+	}
+	if _, err := m.Prefill(s, []int{1, 101}); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
+		t.Errorf("token out of range: %v", err)
+	}
+	if s.Len() != 0 {
+		t.Errorf("failed calls changed the sequence: Len %d", s.Len())
+	}
+	if _, err := m.Prefill(s, make([]int, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Decode(s, 1); err == nil || !strings.Contains(err.Error(), "exceed the context") {
+		t.Errorf("decode past the end: %v", err)
+	}
+	long := m.NewSequence(1 << 20) // capped at max_position_embeddings
+	if long.MaxLen() != m.Config().MaxPositions {
+		t.Errorf("MaxLen %d, want %d", long.MaxLen(), m.Config().MaxPositions)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	base := testConfigs["llama-gqa-tied"]
+	for _, c := range []struct{ edit, want string }{
+		{`"model_type":"llama"`, `"model_type":"gemma"`},
+		{`"rope_theta":10000`, `"rope_theta":10000,"rope_scaling":{"type":"yarn","factor":4}`},
+		{`"rope_theta":10000`, `"rope_theta":10000,"hidden_act":"gelu"`},
+		{`"num_key_value_heads":2`, `"num_key_value_heads":4`},
+		{`"num_hidden_layers":2`, `"num_hidden_layers":0`},
+	} {
+		js := strings.Replace(base, c.edit, c.want, 1)
+		if _, err := ParseConfig([]byte(js)); err == nil {
+			t.Errorf("%s: accepted", c.want)
+		} else {
+			t.Logf("%s: %v", c.want, err)
+		}
+	}
+}
