@@ -9,11 +9,12 @@ import (
 // Character classes the hand-written matchers test, as bits of one byte so a
 // single table lookup answers every question the patterns ask about a rune.
 const (
-	cL  uint8 = 1 << iota // \p{L}
-	cN                    // \p{N}
-	cS                    // \s: Unicode White_Space, as Oniguruma defines it
-	cUp                   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k)
-	cLw                   // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k)
+	cL     uint8 = 1 << iota // \p{L}
+	cN                       // \p{N}
+	cS                       // \s: Unicode White_Space, as Oniguruma defines it
+	cUp                      // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k)
+	cLw                      // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k)
+	cMulti                   // in byteClass only: the byte starts no ASCII rune
 )
 
 // classOf computes the class bits of r from the unicode package's tables. It
@@ -41,8 +42,9 @@ func classOf(r rune) uint8 {
 	return c
 }
 
-// asciiClass answers for ASCII without decoding: most bytes of most text.
-var asciiClass [utf8.RuneSelf]uint8
+// byteClass answers for ASCII without decoding (most bytes of most text) and
+// marks every other byte cMulti; indexing by a whole byte needs no bounds check.
+var byteClass [256]uint8
 
 // The BMP is covered by a two-level table: bmpIndex maps the high byte of a
 // rune to one of the distinct 256-entry blocks in bmpBlocks. Most blocks repeat
@@ -56,8 +58,11 @@ var (
 
 func initTables() {
 	tablesMu.Do(func() {
-		for r := rune(0); r < utf8.RuneSelf; r++ {
-			asciiClass[r] = classOf(r)
+		for b := 0; b < 256; b++ {
+			byteClass[b] = cMulti
+			if b < utf8.RuneSelf {
+				byteClass[b] = classOf(rune(b))
+			}
 		}
 		seen := map[[256]uint8]uint16{}
 		for hi := 0; hi < 256; hi++ {
@@ -80,14 +85,16 @@ func initTables() {
 // (i < len(s)). An invalid UTF-8 byte counts as one rune U+FFFD, which is how
 // the regexp2 fallback reads it, so both matchers cut invalid input alike.
 func class(s string, i int) (uint8, int) {
-	if b := s[i]; b < utf8.RuneSelf {
-		return asciiClass[b], 1
+	if c := byteClass[s[i]]; c&cMulti == 0 {
+		return c, 1
 	}
-	return classMulti(s[i:])
+	return classMulti(s, i)
 }
 
-func classMulti(s string) (uint8, int) {
-	r, n := utf8.DecodeRuneInString(s)
+// classMulti is class for a rune that is not ASCII; kept out of line so that
+// class inlines into the scanning loops.
+func classMulti(s string, i int) (uint8, int) {
+	r, n := utf8.DecodeRuneInString(s[i:])
 	if r <= 0xffff {
 		return bmpBlocks[int(bmpIndex[r>>8])<<8|int(r&0xff)], n
 	}

@@ -7,7 +7,8 @@ package pattern
 // alternative for each class of character (letters, numbers, whitespace,
 // everything else), so a match always starts where the previous one ended and
 // FindAll is a single left-to-right pass with no search and no allocation
-// beyond dst. The differential tests (fast_test.go) hold each matcher to the
+// beyond dst: each FindAll is a loop over a next function that returns the
+// end of the match starting at i (always > i). The differential tests (fast_test.go) hold each matcher to the
 // regexp2 fallback on adversarial input.
 
 func init() {
@@ -29,17 +30,6 @@ const (
 	// GPT-4o (tiktoken's o200k_base).
 	exprO200k = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
-
-// findAll drives a next function that returns the end of the match starting
-// at i (always > i).
-func findAll(s string, dst [][2]int, next func(s string, i int) int) [][2]int {
-	for i := 0; i < len(s); {
-		e := next(s, i)
-		dst = append(dst, [2]int{i, e})
-		i = e
-	}
-	return dst
-}
 
 // contraction returns the end of `'s|'t|'re|'ve|'m|'ll|'d` at s[i] == '\”, or
 // -1. With fold it is `(?i:...)`, where Unicode case folding also lets 's
@@ -81,7 +71,14 @@ func contraction(s string, i int, fold bool) int {
 // of want.
 func runEnd(s string, i int, want uint8) int {
 	for i < len(s) {
-		c, n := class(s, i)
+		if c := byteClass[s[i]]; c&cMulti == 0 { // ASCII fast path, inlined
+			if c&want == 0 {
+				break
+			}
+			i++
+			continue
+		}
+		c, n := classMulti(s, i)
 		if c&want == 0 {
 			break
 		}
@@ -93,7 +90,14 @@ func runEnd(s string, i int, want uint8) int {
 // otherRunEnd returns the end of the run of [^\s\p{L}\p{N}] from i.
 func otherRunEnd(s string, i int) int {
 	for i < len(s) {
-		c, n := class(s, i)
+		if c := byteClass[s[i]]; c&cMulti == 0 {
+			if c&(cS|cL|cN) != 0 {
+				break
+			}
+			i++
+			continue
+		}
+		c, n := classMulti(s, i)
 		if c&(cS|cL|cN) != 0 {
 			break
 		}
@@ -115,7 +119,10 @@ func newlinesEnd(s string, i int, slash bool) int {
 func spaceEnd(s string, i int, newlines bool) int {
 	j, last, lastNL := i, i, -1
 	for j < len(s) {
-		c, n := class(s, j)
+		c, n := byteClass[s[j]], 1
+		if c&cMulti != 0 {
+			c, n = classMulti(s, j)
+		}
 		if c&cS == 0 {
 			break
 		}
@@ -145,7 +152,12 @@ type gpt2Matcher struct{}
 
 func (gpt2Matcher) FindAll(s string, dst [][2]int) [][2]int {
 	initTables()
-	return findAll(s, dst, gpt2Next)
+	for i := 0; i < len(s); {
+		e := gpt2Next(s, i)
+		dst = append(dst, [2]int{i, e})
+		i = e
+	}
+	return dst
 }
 
 func gpt2Next(s string, i int) int {
@@ -155,11 +167,17 @@ func gpt2Next(s string, i int) int {
 			return e
 		}
 	}
-	c, n := class(s, i)
+	c, n := byteClass[s[i]], 1
+	if c&cMulti != 0 {
+		c, n = classMulti(s, i)
+	}
 	j := i + n
 	if b == ' ' && j < len(s) {
 		// ` ?` before a letter, number or other run.
-		c2, n2 := class(s, j)
+		c2, n2 := byteClass[s[j]], 1
+		if c2&cMulti != 0 {
+			c2, n2 = classMulti(s, j)
+		}
 		switch {
 		case c2&cL != 0:
 			return runEnd(s, j+n2, cL)
@@ -185,14 +203,13 @@ type llamaMatcher struct{ maxDigits int }
 
 func (m llamaMatcher) FindAll(s string, dst [][2]int) [][2]int {
 	initTables()
-	if m.maxDigits == 1 {
-		return findAll(s, dst, qwenNext)
+	for i := 0; i < len(s); {
+		e := llamaNext(s, i, m.maxDigits)
+		dst = append(dst, [2]int{i, e})
+		i = e
 	}
-	return findAll(s, dst, llama3Next)
+	return dst
 }
-
-func llama3Next(s string, i int) int { return llamaNext(s, i, 3) }
-func qwenNext(s string, i int) int   { return llamaNext(s, i, 1) }
 
 func llamaNext(s string, i int, maxDigits int) int {
 	b := s[i]
@@ -201,14 +218,20 @@ func llamaNext(s string, i int, maxDigits int) int {
 			return e
 		}
 	}
-	c, n := class(s, i)
+	c, n := byteClass[s[i]], 1
+	if c&cMulti != 0 {
+		c, n = classMulti(s, i)
+	}
 	j := i + n
 	switch {
 	case c&cL != 0:
 		return runEnd(s, j, cL)
 	case c&cN != 0:
 		for k := 1; k < maxDigits && j < len(s); k++ {
-			c2, n2 := class(s, j)
+			c2, n2 := byteClass[s[j]], 1
+			if c2&cMulti != 0 {
+				c2, n2 = classMulti(s, j)
+			}
 			if c2&cN == 0 {
 				break
 			}
@@ -218,7 +241,11 @@ func llamaNext(s string, i int, maxDigits int) int {
 	}
 	// [^\r\n\p{L}\p{N}]?\p{L}+ with the optional rune taken.
 	if b != '\r' && b != '\n' && j < len(s) {
-		if c2, n2 := class(s, j); c2&cL != 0 {
+		c2, n2 := byteClass[s[j]], 1
+		if c2&cMulti != 0 {
+			c2, n2 = classMulti(s, j)
+		}
+		if c2&cL != 0 {
 			return runEnd(s, j+n2, cL)
 		}
 	}
@@ -226,7 +253,11 @@ func llamaNext(s string, i int, maxDigits int) int {
 		return newlinesEnd(s, otherRunEnd(s, j), false)
 	}
 	if b == ' ' && j < len(s) {
-		if c2, n2 := class(s, j); c2&(cS|cL|cN) == 0 {
+		c2, n2 := byteClass[s[j]], 1
+		if c2&cMulti != 0 {
+			c2, n2 = classMulti(s, j)
+		}
+		if c2&(cS|cL|cN) == 0 {
 			return newlinesEnd(s, otherRunEnd(s, j+n2), false)
 		}
 	}
@@ -238,7 +269,12 @@ type o200kMatcher struct{}
 
 func (o200kMatcher) FindAll(s string, dst [][2]int) [][2]int {
 	initTables()
-	return findAll(s, dst, o200kNext)
+	for i := 0; i < len(s); {
+		e := o200kNext(s, i)
+		dst = append(dst, [2]int{i, e})
+		i = e
+	}
+	return dst
 }
 
 // o200kWord tries the two word alternatives from x (after the optional
@@ -251,7 +287,10 @@ func (o200kMatcher) FindAll(s string, dst [][2]int) [][2]int {
 func o200kWord(s string, x int, second bool) int {
 	u, lastLw, lastLwEnd := x, -1, -1
 	for u < len(s) {
-		c, n := class(s, u)
+		c, n := byteClass[s[u]], 1
+		if c&cMulti != 0 {
+			c, n = classMulti(s, u)
+		}
 		if c&cUp == 0 {
 			break
 		}
@@ -287,13 +326,19 @@ func o200kWord(s string, x int, second bool) int {
 }
 
 func classAt(s string, i int) uint8 {
-	c, _ := class(s, i)
+	c, _ := byteClass[s[i]], 1
+	if c&cMulti != 0 {
+		c, _ = classMulti(s, i)
+	}
 	return c
 }
 
 func o200kNext(s string, i int) int {
 	b := s[i]
-	c, n := class(s, i)
+	c, n := byteClass[s[i]], 1
+	if c&cMulti != 0 {
+		c, n = classMulti(s, i)
+	}
 	j := i + n
 	prefix := c&(cL|cN) == 0 && b != '\r' && b != '\n' && j < len(s)
 	for _, second := range [2]bool{false, true} {
@@ -310,7 +355,10 @@ func o200kNext(s string, i int) int {
 	}
 	if c&cN != 0 {
 		for k := 1; k < 3 && j < len(s); k++ {
-			c2, n2 := class(s, j)
+			c2, n2 := byteClass[s[j]], 1
+			if c2&cMulti != 0 {
+				c2, n2 = classMulti(s, j)
+			}
 			if c2&cN == 0 {
 				break
 			}
@@ -322,7 +370,11 @@ func o200kNext(s string, i int) int {
 		return newlinesEnd(s, otherRunEnd(s, j), true)
 	}
 	if b == ' ' && j < len(s) {
-		if c2, n2 := class(s, j); c2&(cS|cL|cN) == 0 {
+		c2, n2 := byteClass[s[j]], 1
+		if c2&cMulti != 0 {
+			c2, n2 = classMulti(s, j)
+		}
+		if c2&(cS|cL|cN) == 0 {
 			return newlinesEnd(s, otherRunEnd(s, j+n2), true)
 		}
 	}
