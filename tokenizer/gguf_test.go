@@ -56,7 +56,7 @@ func udhrSample(t *testing.T) []string {
 func TestGGUFVocabRoundTrip(t *testing.T) {
 	texts := append(slices.Clone(ggufTestTexts), udhrSample(t)...)
 	for _, tc := range []struct {
-		pkg, pre string
+		pkg, pre  string
 		vocabSize int
 	}{
 		{"tokenizer-qwen3", "qwen2", 151936},
@@ -130,12 +130,12 @@ func head(ids []int) []int {
 
 func TestGGUFVocabRejects(t *testing.T) {
 	bad := map[string]string{
-		"wordpiece": `{"model":{"type":"WordPiece","vocab":{}}}`,
+		"wordpiece":             `{"model":{"type":"WordPiece","vocab":{}}}`,
 		"unknown pre-tokenizer": `{"pre_tokenizer":{"type":"Whitespace"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`,
-		"unknown split regex": `{"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\w+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`,
-		"byte fallback": `{"model":{"type":"BPE","byte_fallback":true,"vocab":{"a":0},"merges":[]}}`,
-		"id beyond vocab_size": `{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},"model":{"type":"BPE","vocab":{"a":0,"b":5},"merges":[]}}`,
-		"truncated": `{"model":{"type":"BPE","vocab":{"a":0`,
+		"unknown split regex":   `{"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\w+"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`,
+		"byte fallback":         `{"model":{"type":"BPE","byte_fallback":true,"vocab":{"a":0},"merges":[]}}`,
+		"id beyond vocab_size":  `{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},"model":{"type":"BPE","vocab":{"a":0,"b":5},"merges":[]}}`,
+		"truncated":             `{"model":{"type":"BPE","vocab":{"a":0`,
 	}
 	for name, js := range bad {
 		if _, err := ggufVocabFromHF([]byte(js), nil, 3, GGUFSpecialIDs{-1, -1, -1}); err == nil {

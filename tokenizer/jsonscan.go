@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -193,15 +194,23 @@ var errNotObject = errors.New("want a JSON object")
 // parseVocab reads {"token": id, ...}. Duplicate keys keep the last id, as serde's map does.
 func parseVocab(raw []byte) (map[string]int, error) {
 	s := &jsonScanner{b: raw}
+	m, err := s.vocab()
+	if err != nil {
+		return nil, err
+	}
+	return m, s.end()
+}
+
+func (s *jsonScanner) vocab() (map[string]int, error) {
 	if s.peek() != '{' {
 		return nil, errNotObject
 	}
 	s.pos++
 	// Pre-size from a cheap estimate (one entry per ~12 bytes) to avoid rehashing.
-	m := make(map[string]int, len(raw)/12+1)
+	m := make(map[string]int, 1024)
 	if s.peek() == '}' {
 		s.pos++
-		return m, s.end()
+		return m, nil
 	}
 	for {
 		k, err := s.str()
@@ -221,7 +230,7 @@ func parseVocab(raw []byte) (map[string]int, error) {
 			s.pos++
 		case '}':
 			s.pos++
-			return m, s.end()
+			return m, nil
 		default:
 			return nil, fmt.Errorf("after %q: %w", k, s.errf("want ',' or '}'"))
 		}
@@ -232,13 +241,21 @@ func parseVocab(raw []byte) (map[string]int, error) {
 // splits on single spaces and must give exactly two parts, like HF; "#version" lines are skipped.
 func parseMerges(raw []byte) ([][2]string, error) {
 	s := &jsonScanner{b: raw}
+	out, err := s.merges()
+	if err != nil {
+		return nil, err
+	}
+	return out, s.end()
+}
+
+func (s *jsonScanner) merges() ([][2]string, error) {
 	if err := s.expect('['); err != nil {
 		return nil, err
 	}
-	out := make([][2]string, 0, len(raw)/14+1)
+	out := make([][2]string, 0, 1024)
 	if s.peek() == ']' {
 		s.pos++
-		return out, s.end()
+		return out, nil
 	}
 	legacy := s.peek() == '"'
 	for i := 0; ; i++ {
@@ -283,9 +300,165 @@ func parseMerges(raw []byte) ([][2]string, error) {
 			s.pos++
 		case ']':
 			s.pos++
-			return out, s.end()
+			return out, nil
 		default:
 			return nil, fmt.Errorf("[%d]: %w", i, s.errf("want ',' or ']'"))
+		}
+	}
+}
+
+// skipValue steps over one JSON value. It checks structure (brackets, strings, literals)
+// without building anything, which is all the loader needs for the parts it hands on.
+func (s *jsonScanner) skipValue() error {
+	var stack []byte // open containers: '{' or '['
+	for {
+		// One value.
+		c := s.peek()
+		switch {
+		case c == '"':
+			if err := s.skipString(); err != nil {
+				return err
+			}
+		case c == '{' || c == '[':
+			s.pos++
+			n := s.peek()
+			if (c == '{' && n == '}') || (c == '[' && n == ']') {
+				s.pos++
+				break
+			}
+			stack = append(stack, c)
+			if c == '{' {
+				if err := s.skipKey(); err != nil {
+					return err
+				}
+			}
+			continue
+		case c == '-' || (c >= '0' && c <= '9'):
+			start := s.pos
+			for s.pos < len(s.b) && strings.IndexByte("+-.eE0123456789", s.b[s.pos]) >= 0 {
+				s.pos++
+			}
+			if _, err := strconv.ParseFloat(string(s.b[start:s.pos]), 64); err != nil {
+				return s.errf("bad number")
+			}
+		case c == 't' || c == 'f' || c == 'n':
+			ok := false
+			for _, lit := range []string{"true", "false", "null"} {
+				if bytes.HasPrefix(s.b[s.pos:], []byte(lit)) {
+					s.pos += len(lit)
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				return s.errf("invalid literal")
+			}
+		case c == 0:
+			return s.errf("unexpected end")
+		default:
+			return s.errf("unexpected %q", c)
+		}
+		// After a value: close containers, or step to the next element.
+		for {
+			if len(stack) == 0 {
+				return nil
+			}
+			top := stack[len(stack)-1]
+			n := s.peek()
+			if n == ',' {
+				s.pos++
+				if top == '{' {
+					if err := s.skipKey(); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			if (top == '{' && n == '}') || (top == '[' && n == ']') {
+				s.pos++
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			return s.errf("want ',' or a closing bracket")
+		}
+	}
+}
+
+func (s *jsonScanner) skipString() error {
+	if err := s.expect('"'); err != nil {
+		return err
+	}
+	for {
+		k := bytes.IndexAny(s.b[s.pos:], "\"\\")
+		if k < 0 {
+			return s.errf("unterminated string")
+		}
+		s.pos += k
+		if s.b[s.pos] == '\\' {
+			s.pos += 2
+			continue
+		}
+		s.pos++
+		return nil
+	}
+}
+
+func (s *jsonScanner) skipKey() error {
+	if err := s.skipString(); err != nil {
+		return err
+	}
+	return s.expect(':')
+}
+
+// objectFields splits a JSON object into its top-level fields without decoding the values.
+// A key given twice keeps the last value, as serde does.
+func objectFields(raw []byte) (map[string][]byte, error) {
+	s := &jsonScanner{b: raw}
+	out, err := s.fields(nil)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.end()
+}
+
+// fields is objectFields on the scanner's current value; a key with a handler is consumed by
+// it in place (so the big parts are read once, not skipped and then parsed).
+func (s *jsonScanner) fields(handlers map[string]func(*jsonScanner) error) (map[string][]byte, error) {
+	raw := s.b
+	if err := s.expect('{'); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	if s.peek() == '}' {
+		s.pos++
+		return out, nil
+	}
+	for {
+		k, err := s.str()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.expect(':'); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		s.skipSpace()
+		start := s.pos
+		if h := handlers[k]; h != nil && s.peek() != 'n' {
+			if err := h(s); err != nil {
+				return nil, fmt.Errorf("%s%w", k, prefixErr(err))
+			}
+		} else if err := s.skipValue(); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[k] = raw[start:s.pos]
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return out, nil
+		default:
+			return nil, s.errf("want ',' or '}' after %q", k)
 		}
 	}
 }

@@ -110,25 +110,69 @@ func (o obj) patternOf(key string) (lit string, re pattern.Matcher, err error) {
 }
 
 type fileJSON struct {
-	Version       *string         `json:"version"`
-	AddedTokens   json.RawMessage `json:"added_tokens"`
-	Normalizer    json.RawMessage `json:"normalizer"`
-	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
-	Model         json.RawMessage `json:"model"`
-	PostProcessor json.RawMessage `json:"post_processor"`
-	Decoder       json.RawMessage `json:"decoder"`
+	Version                                                              *string
+	AddedTokens, Normalizer, PreTokenizer, Model, PostProcessor, Decoder []byte
+
+	vocab  map[string]int // model.vocab and model.merges, parsed in place
+	merges [][2]string
+}
+
+// readTopLevel splits tokenizer.json into its parts with the hand-written scanner: running
+// encoding/json over the whole file, even into json.RawMessage, validates and copies all
+// 33 MB of Gemma-3's vocabulary twice and took most of the load time.
+func readTopLevel(data []byte) (fileJSON, error) {
+	var f fileJSON
+	s := &jsonScanner{b: data}
+	modelHandlers := map[string]func(*jsonScanner) error{
+		"vocab": func(s *jsonScanner) (err error) {
+			f.vocab, err = s.vocab()
+			return err
+		},
+		"merges": func(s *jsonScanner) (err error) {
+			f.merges, err = s.merges()
+			return err
+		},
+	}
+	fields, err := s.fields(map[string]func(*jsonScanner) error{
+		"model": func(s *jsonScanner) error {
+			if s.peek() != '{' {
+				return s.skipValue() // reported by parseModel
+			}
+			_, err := s.fields(modelHandlers)
+			return err
+		},
+	})
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		return f, err
+	}
+	if v, ok := fields["version"]; ok && !isNull(v) {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return f, fmt.Errorf("version: %w", jsonErr(err))
+		}
+		f.Version = &s
+	}
+	f.AddedTokens = fields["added_tokens"]
+	f.Normalizer = fields["normalizer"]
+	f.PreTokenizer = fields["pre_tokenizer"]
+	f.Model = fields["model"]
+	f.PostProcessor = fields["post_processor"]
+	f.Decoder = fields["decoder"]
+	return f, nil
 }
 
 func parseTokenizerJSON(data []byte) (*Tokenizer, error) {
-	var f fileJSON
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: %w", jsonErr(err))
+	f, err := readTopLevel(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	if f.Version != nil && *f.Version != "1.0" {
 		return nil, fmt.Errorf("tokenizer.json: version: unknown tokenizer version %q", *f.Version)
 	}
 	t := &Tokenizer{}
-	var err error
 	if t.normalizer, err = parseNormalizer("normalizer", f.Normalizer); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
@@ -141,7 +185,7 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, error) {
 	if isNull(f.Model) {
 		return nil, errors.New("tokenizer.json: model: missing")
 	}
-	if t.model, err = parseModel(f.Model); err != nil {
+	if t.model, err = parseModel(f.Model, f.vocab, f.merges); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	// A trailing ByteLevel pre-tokenizer hands raw bytes to the model (see bpeModel.byteInput).
@@ -167,22 +211,27 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
-func parseModel(raw json.RawMessage) (*bpeModel, error) {
+func parseModel(raw json.RawMessage, vocab map[string]int, merges [][2]string) (*bpeModel, error) {
 	var mj struct {
-		Type                    *string         `json:"type"`
-		UnkToken                *string         `json:"unk_token"`
-		ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
-		EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
-		FuseUnk                 *bool           `json:"fuse_unk"`
-		ByteFallback            *bool           `json:"byte_fallback"`
-		IgnoreMerges            *bool           `json:"ignore_merges"`
-		Dropout                 *float64        `json:"dropout"`
-		Vocab                   json.RawMessage `json:"vocab"`
-		Merges                  json.RawMessage `json:"merges"`
+		Type                                               *string
+		UnkToken, ContinuingSubwordPrefix, EndOfWordSuffix *string
+		FuseUnk, ByteFallback, IgnoreMerges                *bool
+		Vocab, Merges                                      []byte
 	}
-	if err := json.Unmarshal(raw, &mj); err != nil {
-		return nil, fmt.Errorf("model: %w", jsonErr(err))
+	fields, err := objectFields(raw)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
+	for key, dst := range map[string]any{"type": &mj.Type, "unk_token": &mj.UnkToken,
+		"continuing_subword_prefix": &mj.ContinuingSubwordPrefix, "end_of_word_suffix": &mj.EndOfWordSuffix,
+		"fuse_unk": &mj.FuseUnk, "byte_fallback": &mj.ByteFallback, "ignore_merges": &mj.IgnoreMerges} {
+		if v, ok := fields[key]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return nil, fmt.Errorf("model.%s: %w", key, jsonErr(err))
+			}
+		}
+	}
+	mj.Vocab, mj.Merges = fields["vocab"], fields["merges"]
 	if mj.Type != nil && *mj.Type != "BPE" {
 		return nil, fmt.Errorf("model.type: %q is not supported (only BPE)", *mj.Type)
 	}
@@ -195,13 +244,15 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 		}
 		return nil, errors.New("model.merges: missing")
 	}
-	vocab, err := parseVocab(mj.Vocab)
-	if err != nil {
-		return nil, fmt.Errorf("model.vocab: %w", err)
+	if vocab == nil { // not read in place
+		if vocab, err = parseVocab(mj.Vocab); err != nil {
+			return nil, fmt.Errorf("model.vocab: %w", err)
+		}
 	}
-	merges, err := parseMerges(mj.Merges)
-	if err != nil {
-		return nil, fmt.Errorf("model.merges%w", prefixErr(err))
+	if merges == nil {
+		if merges, err = parseMerges(mj.Merges); err != nil {
+			return nil, fmt.Errorf("model.merges%w", prefixErr(err))
+		}
 	}
 	deref := func(p *string) string {
 		if p == nil {
