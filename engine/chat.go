@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
 // Message is one turn of a conversation.
@@ -49,6 +51,28 @@ func NewChatTemplate(src, bos, eos string) (*ChatTemplate, error) {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
 	return &ChatTemplate{src: src, tmpl: t, bos: bos, eos: eos}, nil
+}
+
+// TokenizerTemplate compiles the chat template that comes with tok
+// (tokenizer_config.json's chat_template, or GGUF's tokenizer.chat_template),
+// with the tokenizer's BOS and EOS strings.
+func TokenizerTemplate(tok *tokenizer.Tokenizer) (*ChatTemplate, error) {
+	cfg := tok.Config()
+	if cfg == nil || cfg.ChatTemplate == "" {
+		return nil, fmt.Errorf("chat template: the tokenizer has none (no chat_template in tokenizer_config.json)")
+	}
+	return NewChatTemplate(cfg.ChatTemplate, cfg.BOS, cfg.EOS)
+}
+
+// ChatPrompt renders msgs with the template and encodes the text without
+// adding special tokens (the template wrote them), as
+// apply_chat_template(tokenize=True) does.
+func (c *ChatTemplate) ChatPrompt(tok *tokenizer.Tokenizer, msgs []Message, opts ChatOptions) (ids []int, text string, err error) {
+	text, err = c.Render(msgs, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	return tok.Encode(text, false), text, nil
 }
 
 // Source returns the template's Jinja source.

@@ -31,6 +31,7 @@ func newRoot() *cobra.Command {
 		newTokenizeCmd(),
 		newDetokenizeCmd(),
 		newCountCmd(),
+		newGenerateCmd(),
 	)
 	return root
 }

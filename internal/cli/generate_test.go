@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/tensor"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+// genRefsDir is TOKENWISE_REFS or <repo>/.cache/refs; missing refs skip the
+// test, or fail it under TOKENWISE_REQUIRE_REFS=1.
+func genRefsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("TOKENWISE_REFS")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", ".cache", "refs")
+	}
+	tj := filepath.Join(dir, "node_modules", "@lenml", "tokenizer-llama3", "models", "tokenizer.json")
+	if _, err := os.Stat(tj); err != nil {
+		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" {
+			t.Fatalf("reference missing: %s; run scripts/setup-refs.sh", tj)
+		}
+		t.Skipf("reference missing: %s; run scripts/setup-refs.sh", tj)
+	}
+	return dir
+}
+
+// synthFolder writes a random-weight Llama checkpoint (the weights `tokenwise
+// synth` writes) with the real Llama-3 tokenizer and its chat template.
+func synthFolder(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(genRefsDir(t), "node_modules", "@lenml", "tokenizer-llama3", "models")
+	dir := t.TempDir()
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfgJSON := `{"model_type":"llama","vocab_size":128256,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":128,"rms_norm_eps":1e-5,"rope_theta":500000,
+		"tie_word_embeddings":true,"bos_token_id":128000,"eos_token_id":128001}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := model.ParseConfig([]byte(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := model.RandomWeights(cfg, 3, tensor.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ws, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runCLI runs the tokenwise command line in-process.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	err = root.Execute()
+	return out.String(), errb.String(), err
+}
+
+type genOut struct {
+	PromptIDs    []int  `json:"prompt_ids"`
+	IDs          []int  `json:"ids"`
+	Text         string `json:"text"`
+	FinishReason string `json:"finish_reason"`
+	Seed         uint64 `json:"seed"`
+	Usage        struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+	Timing struct {
+		PrefillMs   float64 `json:"prefill_ms"`
+		PrefillTokS float64 `json:"prefill_tok_s"`
+		TTFTMs      float64 `json:"ttft_ms"`
+		DecodeMs    float64 `json:"decode_ms"`
+		DecodeTokS  float64 `json:"decode_tok_s"`
+		DecodeSteps int     `json:"decode_steps"`
+	} `json:"timing"`
+}
+
+func TestGenerateCommand(t *testing.T) {
+	dir := synthFolder(t)
+	gen := func(args ...string) genOut {
+		t.Helper()
+		stdout, stderr, err := runCLI(t, append([]string{"generate", "--model", dir, "--threads", "1", "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("generate %v: %v\n%s", args, err, stderr)
+		}
+		var g genOut
+		if err := json.Unmarshal([]byte(stdout), &g); err != nil {
+			t.Fatalf("--json output %q: %v", stdout, err)
+		}
+		if !strings.Contains(stderr, "prefill") || !strings.Contains(stderr, "decode") {
+			t.Errorf("stderr lacks the summary line: %q", stderr)
+		}
+		return g
+	}
+
+	a := gen("--prompt", "Once upon a time", "--max-tokens", "12")
+	b := gen("--prompt", "Once upon a time", "--max-tokens", "12")
+	t.Run("greedy twice is identical", func(t *testing.T) {
+		if !slices.Equal(a.IDs, b.IDs) || a.Text != b.Text {
+			t.Errorf("%v %q\n%v %q", a.IDs, a.Text, b.IDs, b.Text)
+		}
+	})
+	t.Run("json fields consistent", func(t *testing.T) {
+		tok, err := tokenizer.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := tok.Encode("Once upon a time", true); !slices.Equal(a.PromptIDs, want) {
+			t.Errorf("prompt ids %v, want the tokenizer's %v", a.PromptIDs, want)
+		}
+		if len(a.IDs) != a.Usage.CompletionTokens || len(a.PromptIDs) != a.Usage.PromptTokens ||
+			a.Usage.TotalTokens != a.Usage.PromptTokens+a.Usage.CompletionTokens {
+			t.Errorf("usage %+v for %d prompt and %d generated ids", a.Usage, len(a.PromptIDs), len(a.IDs))
+		}
+		if a.FinishReason == "length" && len(a.IDs) != 12 {
+			t.Errorf("finish length with %d ids", len(a.IDs))
+		}
+		tm := a.Timing
+		if tm.DecodeSteps != len(a.IDs)-1 || tm.PrefillMs <= 0 || tm.TTFTMs < tm.PrefillMs || tm.PrefillTokS <= 0 || (tm.DecodeSteps > 0 && tm.DecodeTokS <= 0) {
+			t.Errorf("timing %+v", tm)
+		}
+	})
+	t.Run("streaming prints the same text", func(t *testing.T) {
+		stdout, stderr, err := runCLI(t, "generate", "--model", dir, "--threads", "1", "--prompt", "Once upon a time", "--max-tokens", "12")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stdout != a.Text {
+			t.Errorf("streamed %q, --json text %q", stdout, a.Text)
+		}
+		if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "TTFT") {
+			t.Errorf("stderr %q: want one summary line", stderr)
+		}
+	})
+	t.Run("seeded sampling repeats", func(t *testing.T) {
+		args := []string{"--prompt", "Hello", "--max-tokens", "10", "--temperature", "0.9", "--top-p", "0.9", "--top-k", "50", "--seed", "5"}
+		x, y := gen(args...), gen(args...)
+		if !slices.Equal(x.IDs, y.IDs) || x.Seed != 5 {
+			t.Errorf("seed 5: %v vs %v (seed %d)", x.IDs, y.IDs, x.Seed)
+		}
+	})
+	t.Run("chat prompt carries one BOS", func(t *testing.T) {
+		c := gen("--chat", "--system", "Be brief.", "--prompt", "Hi", "--max-tokens", "2")
+		if c.PromptIDs[0] != 128000 || c.PromptIDs[1] == 128000 {
+			t.Errorf("chat prompt ids %v: want a single BOS", c.PromptIDs[:4])
+		}
+		// <|start_header_id|> system ... and the assistant header at the end.
+		if c.PromptIDs[1] != 128006 || c.PromptIDs[len(c.PromptIDs)-1] != 271 {
+			t.Errorf("chat prompt ids %v: want Llama-3 headers", c.PromptIDs)
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"generate", "--prompt", "x"}, "--model"},
+			{[]string{"generate", "--model", dir}, "--prompt"},
+			{[]string{"generate", "--model", dir, "--prompt", "x", "--system", "s"}, "--chat"},
+			{[]string{"generate", "--model", dir, "--prompt", "x", "--top-p", "2"}, "top_p"},
+			{[]string{"generate", "--model", dir, "--prompt", "a b c d e f", "--ctx-size", "4"}, "context"},
+			{[]string{"generate", "--model", filepath.Join(dir, "nope"), "--prompt", "x"}, "nope"},
+		} {
+			_, _, err := runCLI(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: err = %v, want one mentioning %q", c.args, err, c.want)
+			}
+		}
+	})
+}
