@@ -139,4 +139,18 @@ PY
 	mv "$smol.tmp" "$smol"
 fi
 
+# --- Python transformers for chat templates (owner: engine work) --------------------------
+# tests/chat/render.py renders chat templates with transformers' own apply_chat_template
+# (no torch needed) for engine's byte-for-byte template tests. A venv in .cache/py (~40 s once).
+py=.cache/py
+pyspec="transformers==5.24.0 jinja2==3.1.6"
+if [ "$(cat "$py/.installed" 2>/dev/null)" != "$pyspec" ]; then
+	command -v python3 >/dev/null || die "python3 not found (needed for the transformers venv)"
+	echo "setup-refs: python venv $py with $pyspec" >&2
+	[ -x "$py/bin/python" ] || python3 -m venv "$py"
+	# shellcheck disable=SC2086 # pyspec is a list of requirements
+	"$py/bin/pip" install --quiet --disable-pip-version-check $pyspec
+	echo "$pyspec" >"$py/.installed"
+fi
+
 echo "setup-refs: references ready in $refs" >&2
