@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tokenwise/tokenwise/formats/gguf"
 )
 
 // llama.cpp token types (enum llama_token_type).
@@ -116,7 +118,7 @@ type ggufHFAdded struct {
 }
 
 type ggufHFTokenizer struct {
-	AddedTokens   []ggufHFAdded  `json:"added_tokens"`
+	AddedTokens   []ggufHFAdded   `json:"added_tokens"`
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
@@ -130,7 +132,7 @@ type ggufHFTokenizer struct {
 }
 
 type ggufHFPreTok struct {
-	Type          string     `json:"type"`
+	Type          string         `json:"type"`
 	Pretokenizers []ggufHFPreTok `json:"pretokenizers"`
 	Pattern       *struct {
 		Regex  *string `json:"Regex"`
@@ -311,12 +313,6 @@ func ggufTemplateBOS(raw json.RawMessage) (string, bool) {
 		return p.Single[0].SpecialToken.ID, true
 	}
 	return "", false
-}
-
-// GGUFSpecialIDs are token ids from config.json / generation_config.json that take precedence over
-// tokenizer_config.json's token strings (-1: unset).
-type GGUFSpecialIDs struct {
-	BOS, EOS, PAD int
 }
 
 // ggufVocabFromHF builds the GGUF tokenizer metadata of a byte-level BPE tokenizer.json. vocabSize
@@ -653,4 +649,240 @@ func ggufJSONStr(b *bytes.Buffer, s string) {
 	e.SetEscapeHTML(false)
 	_ = e.Encode(s)         // a string always encodes
 	b.Truncate(b.Len() - 1) // Encode's newline
+}
+
+// ---- GGUF key/values ---------------------------------------------------------------------
+
+// GGUF tokenizer keys (llama.cpp's LLM_KV_TOKENIZER_*).
+const (
+	ggufKeyModel        = "tokenizer.ggml.model"
+	ggufKeyPre          = "tokenizer.ggml.pre"
+	ggufKeyTokens       = "tokenizer.ggml.tokens"
+	ggufKeyTypes        = "tokenizer.ggml.token_type"
+	ggufKeyScores       = "tokenizer.ggml.scores"
+	ggufKeyMerges       = "tokenizer.ggml.merges"
+	ggufKeyBOS          = "tokenizer.ggml.bos_token_id"
+	ggufKeyEOS          = "tokenizer.ggml.eos_token_id"
+	ggufKeyUNK          = "tokenizer.ggml.unknown_token_id"
+	ggufKeyPAD          = "tokenizer.ggml.padding_token_id"
+	ggufKeyEOT          = "tokenizer.ggml.eot_token_id"
+	ggufKeyEOM          = "tokenizer.ggml.eom_token_id"
+	ggufKeySEP          = "tokenizer.ggml.seperator_token_id" // sic, as llama.cpp spells it
+	ggufKeyAddBOS       = "tokenizer.ggml.add_bos_token"
+	ggufKeyAddEOS       = "tokenizer.ggml.add_eos_token"
+	ggufKeyAddPrefix    = "tokenizer.ggml.add_space_prefix"
+	ggufKeyChatTemplate = "tokenizer.chat_template"
+	ggufKeyHFNormalizer = "tokenwise.hf.normalizer"
+)
+
+// GGUFSpecialIDs are token ids from config.json / generation_config.json that take precedence
+// over tokenizer_config.json's token strings (-1: unset).
+type GGUFSpecialIDs struct {
+	BOS, EOS, PAD int
+}
+
+// GGUFMetadata returns the tokenizer.* metadata llama.cpp needs for a Hugging Face byte-level
+// BPE tokenizer: vocabulary padded to the model's vocabSize (0: no padding), token types,
+// merges, tokenizer.ggml.pre naming llama.cpp's matching pre-tokenizer, special ids, add_bos,
+// and the chat template. tokenizerConfig (tokenizer_config.json) may be nil.
+func GGUFMetadata(tokenizerJSON, tokenizerConfig []byte, vocabSize int, ids GGUFSpecialIDs) ([]gguf.KV, error) {
+	v, err := ggufVocabFromHF(tokenizerJSON, tokenizerConfig, vocabSize, ids)
+	if err != nil {
+		return nil, err
+	}
+	return v.kvs(), nil
+}
+
+func (v *ggufVocab) kvs() []gguf.KV {
+	out := []gguf.KV{
+		{Key: ggufKeyModel, Value: gguf.String(v.Model)},
+		{Key: ggufKeyPre, Value: gguf.String(v.Pre)},
+		{Key: ggufKeyTokens, Value: gguf.Array(v.Tokens)},
+		{Key: ggufKeyTypes, Value: gguf.Array(v.Types)},
+	}
+	if len(v.Scores) > 0 {
+		out = append(out, gguf.KV{Key: ggufKeyScores, Value: gguf.Array(v.Scores)})
+	}
+	if len(v.Merges) > 0 || v.Model == "gpt2" {
+		out = append(out, gguf.KV{Key: ggufKeyMerges, Value: gguf.Array(v.Merges)})
+	}
+	for _, s := range []struct {
+		key string
+		id  int
+	}{{ggufKeyBOS, v.BOS}, {ggufKeyEOS, v.EOS}, {ggufKeyUNK, v.UNK}, {ggufKeyPAD, v.PAD}, {ggufKeyEOT, v.EOT}, {ggufKeyEOM, v.EOM}, {ggufKeySEP, v.SEP}} {
+		if s.id >= 0 {
+			out = append(out, gguf.KV{Key: s.key, Value: gguf.Uint32(uint32(s.id))})
+		}
+	}
+	for _, b := range []struct {
+		key string
+		v   *bool
+	}{{ggufKeyAddBOS, v.AddBOS}, {ggufKeyAddEOS, v.AddEOS}, {ggufKeyAddPrefix, v.AddSpacePrefix}} {
+		if b.v != nil {
+			out = append(out, gguf.KV{Key: b.key, Value: gguf.Bool(*b.v)})
+		}
+	}
+	if v.ChatTemplate != "" {
+		out = append(out, gguf.KV{Key: ggufKeyChatTemplate, Value: gguf.String(v.ChatTemplate)})
+	}
+	if v.HFNormalizer != "" {
+		out = append(out, gguf.KV{Key: ggufKeyHFNormalizer, Value: gguf.String(v.HFNormalizer)})
+	}
+	return out
+}
+
+// ggufVocabFromFile reads tokenizer.* metadata, checking every type so that a malformed file
+// gives an error naming the key.
+func ggufVocabFromFile(f *gguf.File) (*ggufVocab, error) {
+	v := newGGUFVocab()
+	str := func(key string, dst *string, required bool) error {
+		val, ok := f.Get(key)
+		if !ok {
+			if required {
+				return fmt.Errorf("gguf: %s missing", key)
+			}
+			return nil
+		}
+		s, ok := val.Data.(string)
+		if !ok || val.Type != gguf.TypeString {
+			return fmt.Errorf("gguf: %s is %s, want string", key, val.TypeName())
+		}
+		*dst = s
+		return nil
+	}
+	if err := str(ggufKeyModel, &v.Model, true); err != nil {
+		return nil, err
+	}
+	if err := str(ggufKeyPre, &v.Pre, false); err != nil {
+		return nil, err
+	}
+	if err := str(ggufKeyChatTemplate, &v.ChatTemplate, false); err != nil {
+		return nil, err
+	}
+	if err := str(ggufKeyHFNormalizer, &v.HFNormalizer, false); err != nil {
+		return nil, err
+	}
+	val, ok := f.Get(ggufKeyTokens)
+	if !ok {
+		return nil, fmt.Errorf("gguf: %s missing", ggufKeyTokens)
+	}
+	if v.Tokens, ok = val.Data.([]string); !ok {
+		return nil, fmt.Errorf("gguf: %s is %s, want array[string]", ggufKeyTokens, val.TypeName())
+	}
+	if val, ok := f.Get(ggufKeyTypes); ok {
+		if v.Types, ok = val.Data.([]int32); !ok {
+			return nil, fmt.Errorf("gguf: %s is %s, want array[int32]", ggufKeyTypes, val.TypeName())
+		}
+		if len(v.Types) != len(v.Tokens) {
+			return nil, fmt.Errorf("gguf: %s has %d entries for %d tokens", ggufKeyTypes, len(v.Types), len(v.Tokens))
+		}
+	}
+	if val, ok := f.Get(ggufKeyScores); ok {
+		if v.Scores, ok = val.Data.([]float32); !ok {
+			return nil, fmt.Errorf("gguf: %s is %s, want array[float32]", ggufKeyScores, val.TypeName())
+		}
+	}
+	if val, ok := f.Get(ggufKeyMerges); ok {
+		if v.Merges, ok = val.Data.([]string); !ok {
+			return nil, fmt.Errorf("gguf: %s is %s, want array[string]", ggufKeyMerges, val.TypeName())
+		}
+	}
+	for _, s := range []struct {
+		key string
+		dst *int
+	}{{ggufKeyBOS, &v.BOS}, {ggufKeyEOS, &v.EOS}, {ggufKeyUNK, &v.UNK}, {ggufKeyPAD, &v.PAD}, {ggufKeyEOT, &v.EOT}, {ggufKeyEOM, &v.EOM}, {ggufKeySEP, &v.SEP}} {
+		val, ok := f.Get(s.key)
+		if !ok {
+			continue
+		}
+		id, ok := ggufInt(val)
+		if !ok {
+			return nil, fmt.Errorf("gguf: %s is %s, want an integer", s.key, val.TypeName())
+		}
+		if id < 0 || id >= int64(len(v.Tokens)) {
+			// llama.cpp ignores out-of-range special ids with a warning; so do we.
+			continue
+		}
+		*s.dst = int(id)
+	}
+	for _, b := range []struct {
+		key string
+		dst **bool
+	}{{ggufKeyAddBOS, &v.AddBOS}, {ggufKeyAddEOS, &v.AddEOS}, {ggufKeyAddPrefix, &v.AddSpacePrefix}} {
+		val, ok := f.Get(b.key)
+		if !ok {
+			continue
+		}
+		x, ok := val.Data.(bool)
+		if !ok {
+			return nil, fmt.Errorf("gguf: %s is %s, want bool", b.key, val.TypeName())
+		}
+		*b.dst = &x
+	}
+	return v, nil
+}
+
+// ggufInt reads any integer-typed scalar.
+func ggufInt(v gguf.Value) (int64, bool) {
+	switch x := v.Data.(type) {
+	case uint8:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case uint64:
+		if x > 1<<62 {
+			return 0, false
+		}
+		return int64(x), true
+	case int64:
+		return x, true
+	}
+	return 0, false
+}
+
+// GGUFToHF returns the tokenizer.json and tokenizer_config.json equal to a GGUF file's
+// tokenizer metadata, and its BOS and EOS ids (-1 when unset), for exporting an HF folder.
+func GGUFToHF(f *gguf.File) (tokenizerJSON, tokenizerConfig []byte, bos, eos int, err error) {
+	v, err := ggufVocabFromFile(f)
+	if err != nil {
+		return nil, nil, -1, -1, err
+	}
+	tj, cj, err := ggufToHF(v)
+	if err != nil {
+		return nil, nil, -1, -1, err
+	}
+	return tj, cj, v.BOS, v.EOS, nil
+}
+
+// FromGGUF builds the tokenizer a GGUF file carries, tokenizing as llama.cpp does with
+// parse_special=true (added tokens in the text are matched, like Hugging Face's encode).
+// Its Config holds the chat template, BOS/EOS and add_bos_token from the metadata.
+func FromGGUF(f *gguf.File) (*Tokenizer, error) {
+	v, err := ggufVocabFromFile(f)
+	if err != nil {
+		return nil, err
+	}
+	v.HFNormalizer = "" // llama.cpp applies no normalizer; the GGUF's own behaviour wins
+	tj, cj, err := ggufToHF(v)
+	if err != nil {
+		return nil, err
+	}
+	t, err := FromJSON(tj)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: tokenizer built from metadata: %w", err)
+	}
+	cfg, err := parseConfig(cj)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: tokenizer config built from metadata: %w", err)
+	}
+	t.cfg = cfg
+	return t, nil
 }

@@ -33,7 +33,7 @@ async function readStdin() {
 const req = await readStdin();
 const threads = req.threads ?? 2;
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: threads });
-const model = await llama.loadModel({ modelPath: req.model, gpuLayers: 0, useMmap: true });
+const model = await llama.loadModel({ modelPath: req.model, gpuLayers: 0, useMmap: true, vocabOnly: req.vocabOnly === true });
 const out = {
 	vocabSize: null,
 	bos: model.tokens.bos ?? null,
