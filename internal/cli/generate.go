@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -51,8 +52,9 @@ func newGenerateCmd() *cobra.Command {
 per step, streaming the text to stdout. It ends with one line on stderr: prompt tokens,
 prefill time and speed, time to first token, decode speed and steps.
 
-PATH is a Hugging Face folder (config.json, safetensors, tokenizer.json). With --chat the
-prompt is the user message of a conversation rendered by the model's chat template.
+PATH is a Hugging Face folder (config.json, safetensors, tokenizer.json) or a .gguf file.
+With --chat the prompt is the user message of a conversation rendered by the model's chat
+template (tokenizer_config.json's chat_template, or GGUF's tokenizer.chat_template).
 Generation stops at the model's EOS ids (config.json, generation_config.json), the
 tokenizer's EOS token, a --stop string (not printed), --max-tokens or the context.
 --temperature 0 (the default) is greedy decoding.`,
@@ -62,7 +64,7 @@ tokenizer's EOS token, a --stop string (not printed), --max-tokens or the contex
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "model: a Hugging Face folder")
+	fl.StringVar(&f.model, "model", "", "model: a Hugging Face folder or a .gguf file")
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
 	fl.BoolVar(&f.chat, "chat", false, "render the prompt as a user message with the model's chat template")
 	fl.StringVar(&f.system, "system", "", "system message (with --chat)")
@@ -200,10 +202,19 @@ func loadModelTokenizer(path string) (*tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("generate: --model: %w", err)
 	}
 	if !st.IsDir() {
-		if strings.EqualFold(filepath.Ext(path), ".gguf") {
-			return nil, fmt.Errorf("generate: %s: GGUF models are not supported by generate yet (use an HF folder)", path)
+		if !strings.EqualFold(filepath.Ext(path), ".gguf") {
+			return nil, fmt.Errorf("generate: %s: not a model folder or .gguf file", path)
 		}
-		return nil, fmt.Errorf("generate: %s: not a model folder", path)
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
+		defer f.Close()
+		tok, err := tokenizer.FromGGUF(f)
+		if err != nil {
+			return nil, fmt.Errorf("generate: %s: tokenizer: %w", path, err)
+		}
+		return tok, nil
 	}
 	tok, err := tokenizer.Load(path)
 	if err != nil {

