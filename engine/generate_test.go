@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,6 +62,12 @@ func TestStopWriter(t *testing.T) {
 // synthModel writes a small random-weight Llama checkpoint with the real
 // Llama-3 tokenizer into a temporary folder and loads both.
 func synthModel(t *testing.T) (*model.Model, *tokenizer.Tokenizer) {
+	return synthModelVocab(t, 128256)
+}
+
+// synthModelVocab is synthModel with an LM head of vocab rows (>= the
+// tokenizer's 128,256; the rest are padding rows, as Qwen's checkpoints have).
+func synthModelVocab(t *testing.T, vocab int) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
 	src := filepath.Join(refsDir(t), "node_modules", "@lenml", "tokenizer-llama3", "models")
 	if _, err := os.Stat(filepath.Join(src, "tokenizer.json")); err != nil {
@@ -76,7 +83,7 @@ func synthModel(t *testing.T) (*model.Model, *tokenizer.Tokenizer) {
 			t.Fatal(err)
 		}
 	}
-	cfgJSON := `{"model_type":"llama","vocab_size":128256,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+	cfgJSON := `{"model_type":"llama","vocab_size":` + strconv.Itoa(vocab) + `,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
 		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":256,"rms_norm_eps":1e-5,"rope_theta":500000,
 		"tie_word_embeddings":true,"bos_token_id":128000,"eos_token_id":128001}`
 	gen := `{"bos_token_id":128000,"eos_token_id":[128001,128008,128009]}`
@@ -251,4 +258,25 @@ func TestGenerate(t *testing.T) {
 			t.Errorf("cancelled: err = %v", err)
 		}
 	})
+}
+
+// TestGeneratePaddingRows gives the model as many padding rows as real
+// tokens: unmasked, half the probability mass would land on ids the tokenizer
+// does not have.
+func TestGeneratePaddingRows(t *testing.T) {
+	m, tok := synthModelVocab(t, 2*128256)
+	prompt := tok.Encode("Padding rows must never be sampled.", true)
+	res, err := Generate(context.Background(), m, tok, prompt, Options{MaxTokens: 40, IgnoreEOS: true,
+		Sampler: SamplerParams{Temperature: 2, Seed: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range res.IDs {
+		if id >= tok.VocabSize() {
+			t.Fatalf("token %d: id %d is a padding row (tokenizer has %d)", i, id, tok.VocabSize())
+		}
+	}
+	if len(res.IDs) != 40 {
+		t.Errorf("%d tokens, want 40 (IgnoreEOS)", len(res.IDs))
+	}
 }
