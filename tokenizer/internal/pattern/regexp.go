@@ -18,7 +18,11 @@ func compileRegexp(expr string) (*regexpMatcher, error) {
 	// Oniguruma with UTF-8 uses the Unicode definitions. The backtracking stack
 	// is unbounded because a pre-tokenizer must not fail on long inputs (a long
 	// whitespace run under `\s+(?!\S)` backtracks once per character).
-	re, err := regexp2.Compile(expr, regexp2.None, regexp2.OptionMaxBacktrackingStackSize(-1))
+	translated, err := translate(expr)
+	if err != nil {
+		return nil, fmt.Errorf("pre-tokenizer pattern %q: %w", expr, err)
+	}
+	re, err := regexp2.Compile(translated, regexp2.None, regexp2.OptionMaxBacktrackingStackSize(-1))
 	if err != nil {
 		return nil, fmt.Errorf("pre-tokenizer pattern %q: %w", expr, err)
 	}
