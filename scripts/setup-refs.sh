@@ -153,4 +153,17 @@ if [ "$(cat "$py/.installed" 2>/dev/null)" != "$pyspec" ]; then
 	echo "$pyspec" >"$py/.installed"
 fi
 
+# --- Python safetensors, numpy, gguf-py for the format tests (owner: formats work) --------
+# tensor/, formats/safetensors and formats/gguf compare against the Rust safetensors library
+# and llama.cpp's gguf-py (reader, writer, reference quantizers), in the same venv.
+fpy=.cache/py
+fmtspec="safetensors==0.8.0 numpy==2.4.6 gguf==0.19.0"
+if [ "$(cat "$fpy/.installed-formats" 2>/dev/null)" != "$fmtspec" ]; then
+	[ -x "$fpy/bin/python" ] || python3 -m venv "$fpy"
+	echo "setup-refs: python venv $fpy with $fmtspec" >&2
+	# shellcheck disable=SC2086 # fmtspec is a list of requirements
+	"$fpy/bin/pip" install --quiet --disable-pip-version-check $fmtspec
+	echo "$fmtspec" >"$fpy/.installed-formats"
+fi
+
 echo "setup-refs: references ready in $refs" >&2
