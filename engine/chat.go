@@ -123,14 +123,13 @@ func (c *ChatTemplate) Render(msgs []Message, opts ChatOptions) (string, error) 
 			return jinja.NewString(s), nil
 		}),
 	}
-	// A template's bos_token/eos_token must be strings in HF even when the
-	// tokenizer has none: transformers passes None then, which renders as "None"
-	// only if a template prints it; the templates we ship never do.
+	// transformers passes only the special tokens the tokenizer has (its
+	// special_tokens_map), so a missing one is undefined, not None or "".
 	if c.bos == "" {
-		data["bos_token"] = jinja.None()
+		delete(data, "bos_token")
 	}
 	if c.eos == "" {
-		data["eos_token"] = jinja.None()
+		delete(data, "eos_token")
 	}
 	for k, v := range opts.Vars {
 		data[k] = jinja.FromGoValue(v)

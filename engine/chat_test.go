@@ -81,7 +81,12 @@ func chatCases() []chatCase {
 		{"user", "3+3?"},
 		{"assistant", "<think>\nagain\n</think>\n\n6"},
 	}
+	for _, c := range convs {
+		cases = append(cases, chatCase{Name: "semantics/" + c.name, Template: "semantics.jinja", BOS: "<s>", EOS: "</s>",
+			Messages: c.msgs, AddGen: true, Vars: map[string]any{"extra": "x"}})
+	}
 	cases = append(cases,
+		chatCase{Name: "semantics/no-bos", Template: "semantics.jinja", Messages: []Message{u1, a1}},
 		chatCase{Name: "qwen3/thinking-history", Template: "qwen3.jinja", EOS: "<|im_end|>", Messages: think},
 		chatCase{Name: "qwen3/thinking-history-next", Template: "qwen3.jinja", EOS: "<|im_end|>",
 			Messages: append(append([]Message{}, think...), Message{"user", "4+4?"}), AddGen: true},
