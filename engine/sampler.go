@@ -101,6 +101,7 @@ type Choice struct {
 type Sampler struct {
 	p      SamplerParams
 	vocab  int // ids >= vocab are never sampled (padding rows of the LM head)
+	pcg    *rand.PCG
 	rng    *rand.Rand
 	banned []int
 
@@ -115,6 +116,9 @@ type Sampler struct {
 	top   []TokenLogprob
 }
 
+// pcgStream is the second PCG seed word; the user's seed is the first.
+const pcgStream = 0x9e3779b97f4a7c15
+
 // NewSampler makes a sampler for a model whose real vocabulary has vocab
 // tokens; logits beyond vocab (padding rows) are ignored.
 func NewSampler(p SamplerParams, vocab int) (*Sampler, error) {
@@ -124,16 +128,35 @@ func NewSampler(p SamplerParams, vocab int) (*Sampler, error) {
 	if vocab <= 0 {
 		return nil, fmt.Errorf("sampler: vocabulary size %d: must be > 0", vocab)
 	}
+	pcg := rand.NewPCG(p.Seed, pcgStream)
 	return &Sampler{
 		p:     p,
 		vocab: vocab,
-		rng:   rand.New(rand.NewPCG(p.Seed, 0x9e3779b97f4a7c15)),
+		pcg:   pcg,
+		rng:   rand.New(pcg),
 		work:  make([]float32, vocab),
 		prob:  make([]float64, vocab),
 		cand:  make([]int32, 0, vocab),
 		stamp: make([]uint32, vocab),
 		top:   make([]TokenLogprob, 0, p.TopLogprobs+1),
 	}, nil
+}
+
+// Reset readies the sampler for a new sequence with params p, keeping its
+// buffers (a server reuses one sampler per slot instead of allocating
+// vocabulary-sized buffers per request). Bans are kept.
+func (s *Sampler) Reset(p SamplerParams) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("sampler: %w", err)
+	}
+	s.p = p
+	s.pcg.Seed(p.Seed, pcgStream)
+	s.history = s.history[:0]
+	s.genStart = 0
+	if cap(s.top) < p.TopLogprobs {
+		s.top = make([]TokenLogprob, 0, p.TopLogprobs)
+	}
+	return nil
 }
 
 // Params returns the sampler's parameters.

@@ -234,6 +234,27 @@ func TestSeedReproducible(t *testing.T) {
 		return ids
 	}
 	a, b, c := run(7), run(7), run(8)
+	// Reset reproduces a fresh sampler, history included.
+	s := newSampler(t, SamplerParams{Temperature: 1, TopP: 0.95, Seed: 99, RepeatPenalty: 1.3}, len(lg))
+	s.SetPrompt([]int{1, 2, 3})
+	for range 20 {
+		ch, _ := s.Sample(lg)
+		s.Accept(ch.ID)
+	}
+	if err := s.Reset(SamplerParams{Temperature: 1, TopP: 0.95, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	var reset []int
+	for range 50 {
+		ch, _ := s.Sample(lg)
+		reset = append(reset, ch.ID)
+	}
+	if !slices.Equal(reset, a) {
+		t.Error("Reset sampler differs from a new one")
+	}
+	if err := s.Reset(SamplerParams{TopP: 7}); err == nil {
+		t.Error("Reset with bad params: no error")
+	}
 	if !slices.Equal(a, b) {
 		t.Error("same seed, different tokens")
 	}
