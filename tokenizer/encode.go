@@ -1,6 +1,9 @@
 package tokenizer
 
-import "sync"
+import (
+	"sync"
+	"unicode/utf8"
+)
 
 // byteToRune is GPT-2's byte-to-character table (HF's bytes_char): printable Latin-1 bytes
 // map to themselves, the other 68 bytes to U+0100 onwards in byte order.
@@ -57,9 +60,15 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 
 	root := span{s: text, first: true, id: -1}
 	if track {
+		// Like HF, every byte starts aligned to its whole character, so a token holding part
+		// of a character (byte-level BPE) reports the character's range.
 		root.align = make([][2]int32, len(text))
-		for i := range root.align {
-			root.align[i] = [2]int32{int32(i), int32(i + 1)}
+		for i := 0; i < len(text); {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			for k := i; k < i+size; k++ {
+				root.align[k] = [2]int32{int32(i), int32(i + size)}
+			}
+			i += size
 		}
 	}
 	spans := sc.spans[:0]
@@ -96,6 +105,7 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 
 	ids := make([]int, 0, len(text)/3+4)
 	var offs [][2]int
+	var vals []string
 	if track {
 		offs = make([][2]int, 0, cap(ids))
 	}
@@ -105,6 +115,7 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 			if track {
 				r := sp.rangeOf(0, len(sp.s))
 				offs = append(offs, [2]int{int(r[0]), int(r[1])})
+				vals = append(vals, sp.s)
 			}
 			continue
 		}
@@ -114,12 +125,13 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 			if track {
 				r := sp.rangeOf(int(tk.start), int(tk.end))
 				offs = append(offs, [2]int{int(r[0]), int(r[1])})
+				vals = append(vals, t.idToToken[tk.id])
 			}
 		}
 	}
 	sc.spans = spans[:0]
 	if t.post != nil {
-		ids, offs = t.post.process(t, ids, offs, addSpecial)
+		ids, offs = t.post.process(t, ids, offs, vals, addSpecial)
 	}
 	return ids, offs
 }

@@ -445,7 +445,7 @@ func (s *jsonScanner) fields(handlers map[string]func(*jsonScanner) error) (map[
 		start := s.pos
 		if h := handlers[k]; h != nil && s.peek() != 'n' {
 			if err := h(s); err != nil {
-				return nil, fmt.Errorf("%s%w", k, prefixErr(err))
+				return nil, atPath(k, err)
 			}
 		} else if err := s.skipValue(); err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
@@ -461,4 +461,33 @@ func (s *jsonScanner) fields(handlers map[string]func(*jsonScanner) error) (map[
 			return nil, s.errf("want ',' or '}' after %q", k)
 		}
 	}
+}
+
+// pathError is an error inside a nested field; paths join as model.merges[3].
+type pathError struct {
+	path string
+	err  error
+}
+
+func (e *pathError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
+
+// atPath puts key in front of err's path. Errors from the vocab and merges readers start
+// with "[i]: " when they concern one element.
+func atPath(key string, err error) error {
+	var pe *pathError
+	if errors.As(err, &pe) {
+		sep := "."
+		if strings.HasPrefix(pe.path, "[") {
+			sep = ""
+		}
+		return &pathError{key + sep + pe.path, pe.err}
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "[") {
+		if i := strings.Index(msg, "]: "); i > 0 {
+			return &pathError{key + msg[:i+1], errors.New(msg[i+3:])}
+		}
+	}
+	return &pathError{key, err}
 }

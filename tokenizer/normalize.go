@@ -102,16 +102,31 @@ func (u unicodeNorm) normalize(sp span) span {
 		sp.s = u.form.String(sp.s)
 		return sp
 	}
-	// Tracking offsets: normalize segment by segment; every output byte of a segment maps to
-	// the whole original segment (HF aligns per character; segments are at most that coarse
-	// for composed characters).
+	// Tracking offsets: normalize segment by segment. As in HF, the i-th character out of a
+	// segment takes the range of the i-th character in (the last one when the segment grew):
+	// a composed "é" from "e" + U+0301 maps to the "e".
 	w := newBuilder(sp, len(sp.s)+8)
 	var it norm.Iter
 	it.InitString(u.form, sp.s)
+	var starts []int
 	for !it.Done() {
 		start := it.Pos()
 		seg := it.Next()
-		w.emit(string(seg), sp.rangeOf(start, it.Pos()))
+		end := it.Pos()
+		starts = starts[:0]
+		for i := start; i < end; {
+			starts = append(starts, i)
+			_, size := utf8.DecodeRuneInString(sp.s[i:end])
+			i += size
+		}
+		k := 0
+		for j := 0; j < len(seg); k++ {
+			_, size := utf8.DecodeRune(seg[j:])
+			o := starts[min(k, len(starts)-1)]
+			_, osize := utf8.DecodeRuneInString(sp.s[o:end])
+			w.emit(string(seg[j:j+size]), sp.rangeOf(o, o+osize))
+			j += size
+		}
 	}
 	return w.span(sp)
 }
@@ -184,7 +199,12 @@ func (r *replace) normalize(sp span) span {
 	prev := 0
 	for _, m := range ms {
 		copySpan(w, sp, prev, m[0])
-		w.emit(r.content, sp.rangeOf(m[0], m[1]))
+		// HF aligns the replacement with the last byte before the match's end.
+		var from [2]int32
+		if sp.align != nil && m[1] > 0 {
+			from = sp.align[m[1]-1]
+		}
+		w.emit(r.content, from)
 		prev = m[1]
 	}
 	copySpan(w, sp, prev, len(sp.s))

@@ -9,7 +9,7 @@ import (
 // postProcessor adds the special tokens of the template (only when addSpecial) and adjusts
 // offsets (offs is nil when offsets are not wanted). Added tokens get the range [0,0).
 type postProcessor interface {
-	process(t *Tokenizer, ids []int, offs [][2]int, addSpecial bool) ([]int, [][2]int)
+	process(t *Tokenizer, ids []int, offs [][2]int, vals []string, addSpecial bool) ([]int, [][2]int)
 }
 
 // templatePost is TemplateProcessing's "single" template: the sequence with special tokens
@@ -18,7 +18,7 @@ type templatePost struct {
 	before, after []int
 }
 
-func (p *templatePost) process(_ *Tokenizer, ids []int, offs [][2]int, addSpecial bool) ([]int, [][2]int) {
+func (p *templatePost) process(_ *Tokenizer, ids []int, offs [][2]int, _ []string, addSpecial bool) ([]int, [][2]int) {
 	if !addSpecial || (len(p.before) == 0 && len(p.after) == 0) {
 		return ids, offs
 	}
@@ -38,9 +38,9 @@ type byteLevelPost struct {
 	trimOffsets, addPrefixSpace bool
 }
 
-func (p *byteLevelPost) process(t *Tokenizer, ids []int, offs [][2]int, _ bool) ([]int, [][2]int) {
+func (p *byteLevelPost) process(t *Tokenizer, ids []int, offs [][2]int, vals []string, _ bool) ([]int, [][2]int) {
 	if p.trimOffsets && offs != nil {
-		trimOffsets(t, ids, offs, p.addPrefixSpace)
+		trimOffsets(ids, offs, vals, p.addPrefixSpace)
 	}
 	return ids, offs
 }
@@ -48,9 +48,9 @@ func (p *byteLevelPost) process(t *Tokenizer, ids []int, offs [][2]int, _ bool) 
 // trimOffsets is HF's byte_level process_offsets, counting bytes where HF counts characters:
 // a leading or trailing 'Ġ' (an encoded space) is one byte of input, other whitespace its
 // UTF-8 length.
-func trimOffsets(t *Tokenizer, ids []int, offs [][2]int, addPrefixSpace bool) {
-	for i, id := range ids {
-		tok, _ := t.Token(id)
+func trimOffsets(ids []int, offs [][2]int, vals []string, addPrefixSpace bool) {
+	for i := range ids {
+		tok := vals[i]
 		lead, leadN := 0, 0
 		for k := 0; k < len(tok); {
 			r, size := utf8.DecodeRuneInString(tok[k:])
@@ -95,18 +95,22 @@ type robertaPost struct {
 	trimOffsets, addPrefixSpace bool
 }
 
-func (p *robertaPost) process(t *Tokenizer, ids []int, offs [][2]int, addSpecial bool) ([]int, [][2]int) {
+func (p *robertaPost) process(t *Tokenizer, ids []int, offs [][2]int, vals []string, addSpecial bool) ([]int, [][2]int) {
 	if p.trimOffsets && offs != nil {
-		trimOffsets(t, ids, offs, p.addPrefixSpace)
+		trimOffsets(ids, offs, vals, p.addPrefixSpace)
 	}
-	return (&templatePost{before: []int{p.cls}, after: []int{p.sep}}).process(t, ids, offs, addSpecial)
+	return (&templatePost{before: []int{p.cls}, after: []int{p.sep}}).process(t, ids, offs, vals, addSpecial)
 }
 
 type postSequence []postProcessor
 
-func (q postSequence) process(t *Tokenizer, ids []int, offs [][2]int, addSpecial bool) ([]int, [][2]int) {
+func (q postSequence) process(t *Tokenizer, ids []int, offs [][2]int, vals []string, addSpecial bool) ([]int, [][2]int) {
 	for _, p := range q {
-		ids, offs = p.process(t, ids, offs, addSpecial)
+		n := len(ids)
+		ids, offs = p.process(t, ids, offs, vals, addSpecial)
+		if offs != nil && len(ids) != n {
+			vals = t.tokenTexts(ids) // a template added tokens; they have no matched text
+		}
 	}
 	return ids, offs
 }
@@ -241,4 +245,13 @@ func parseTemplate(o obj) (postProcessor, error) {
 		return nil, fmt.Errorf("%s.single: no Sequence in the template", o.path)
 	}
 	return p, nil
+}
+
+// tokenTexts is the vocabulary text of each id, for offsets after special tokens were added.
+func (t *Tokenizer) tokenTexts(ids []int) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i], _ = t.Token(id)
+	}
+	return out
 }

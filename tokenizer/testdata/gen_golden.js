@@ -1,0 +1,21 @@
+// Regenerates golden_*.jsonl from the official Rust library (npm tokenizers@0.23.2):
+//   NODE_PATH=.cache/refs/node_modules node tokenizer/testdata/gen_golden.js
+// Each line: [text, addSpecial, ids, char offsets, decode(ids,false), decode(ids,true)].
+const {Tokenizer} = require('tokenizers');
+const fs = require('fs');
+const dir = __dirname;
+const inputs = JSON.parse(fs.readFileSync(dir + '/inputs.json'));
+(async () => {
+  for (const name of ['bytelevel', 'bytelevel_legacy', 'metaspace', 'unk', 'subword']) {
+    const t = Tokenizer.fromFile(`${dir}/${name}.json`);
+    const out = [];
+    for (const add of [false, true]) {
+      for (const c of inputs) {
+        const e = await t.encode(c, null, {addSpecialTokens: add});
+        const ids = Array.from(e.getIds());
+        out.push(JSON.stringify([c, add, ids, e.getOffsets(), await t.decode(ids, false), await t.decode(ids, true)]));
+      }
+    }
+    fs.writeFileSync(`${dir}/golden_${name}.jsonl`, out.join('\n') + '\n');
+  }
+})();
