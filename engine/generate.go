@@ -148,8 +148,8 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	finish := func(reason string, err error) (*Result, error) {
 		if reason != "" {
 			res.FinishReason = reason
-		}
-		if reason != "" { // a stop string leaves nothing held; a stop token or the length does
+			// Pass on held text: after a stop string there is none; after a stop
+			// token or at the length limit it was not the start of a stop string.
 			if ferr := out.flush(); ferr != nil && err == nil {
 				err = ferr
 			}
