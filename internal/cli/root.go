@@ -32,6 +32,7 @@ func newRoot() *cobra.Command {
 		newDetokenizeCmd(),
 		newCountCmd(),
 		newGenerateCmd(),
+		newExportCmd(),
 	)
 	return root
 }

@@ -1,0 +1,305 @@
+// Package convert turns a whole Hugging Face checkpoint folder (config.json, safetensors,
+// tokenizer.json, tokenizer_config.json, generation_config.json) into one GGUF file that
+// llama.cpp runs, and back.
+//
+// It does what llama.cpp's convert_hf_to_gguf.py does for the architectures tokenwise runs:
+// llama.cpp tensor names, the q/k row permutation of its "llama" graph (Llama, Mistral),
+// the architecture metadata ("llama.*", "qwen2.*", "qwen3.*"), Llama 3 rope scaling as a
+// rope_freqs tensor, and the tokenizer as tokenizer.ggml.* metadata. Both directions keep
+// every tensor bit-exact when the dtype is unchanged; 1-D tensors (norms, biases) are stored
+// as F32 in GGUF, as llama.cpp expects, which is lossless from f16/bf16 and undone on the
+// way back.
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/tensor"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+// Options control a conversion.
+type Options struct {
+	// DType of the written weight matrices: "f32", "f16", "bf16" or "q8_0" (GGUF only).
+	// "" keeps each tensor's dtype; a quantized GGUF tensor becomes f32 in an HF folder.
+	DType string
+	// Name is GGUF's general.name (default: the source folder's name).
+	Name string
+}
+
+// Metadata keys tokenwise adds so that GGUF -> HF restores what llama.cpp's keys lose.
+const (
+	keyHFModelType   = "tokenwise.hf.model_type"   // "mistral" vs "llama"
+	keyHFRopeScaling = "tokenwise.hf.rope_scaling" // config.json's rope_scaling, JSON
+)
+
+// kv is one metadata entry before it becomes a gguf.KV. val is string, bool, uint32,
+// int32, float32, or a slice of string/int32/float32.
+type kv struct {
+	key string
+	val any
+}
+
+// HFToGGUF converts the HF checkpoint folder dir into a GGUF file at out.
+func HFToGGUF(dir, out string, opts Options) error {
+	target, convertAll, err := parseDType(opts.DType)
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return err
+	}
+	var cfg hfConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	arch, permute, err := ggufArch(cfg.ModelType)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	rs, err := cfg.ropeScaling()
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfgPath, err)
+	}
+
+	tokJSON, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return fmt.Errorf("%s: a GGUF file carries its tokenizer: %w", dir, err)
+	}
+	tokCfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	ids := tokenizer.GGUFSpecialIDs{BOS: -1, EOS: -1, PAD: -1}
+	if l, err := idList(cfg.BOSTokenID); err == nil && len(l) > 0 {
+		ids.BOS = l[0]
+	}
+	if l, err := idList(cfg.EOSTokenID); err == nil && len(l) > 0 {
+		ids.EOS = l[0]
+	}
+	if gen, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		var g struct {
+			BOS json.RawMessage `json:"bos_token_id"`
+			EOS json.RawMessage `json:"eos_token_id"`
+		}
+		if err := json.Unmarshal(gen, &g); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, "generation_config.json"), err)
+		}
+		if l, err := idList(g.BOS); err == nil && len(l) > 0 {
+			ids.BOS = l[0]
+		}
+		if l, err := idList(g.EOS); err == nil && len(l) > 0 {
+			ids.EOS = l[0]
+		}
+	}
+	tokMeta, err := tokenizer.GGUFMetadata(tokJSON, tokCfg, cfg.VocabSize, ids)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+
+	st, err := safetensors.OpenModel(dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	var tensors []tensor.Info
+	fileType := -1
+	for _, name := range st.Names() {
+		t, _ := st.Tensor(name)
+		gname, _, skip, err := ggufName(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if skip {
+			continue
+		}
+		if permute {
+			switch {
+			case strings.HasSuffix(gname, ".attn_q.weight"), strings.HasSuffix(gname, ".attn_q.bias"):
+				t, err = permuteRows(t, cfg.NumAttentionHeads, false)
+			case strings.HasSuffix(gname, ".attn_k.weight"), strings.HasSuffix(gname, ".attn_k.bias"):
+				t, err = permuteRows(t, cfg.NumKeyValueHeads, false)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		to := t.DType
+		if convertAll {
+			to = target
+		}
+		if len(t.Shape) <= 1 {
+			to = tensor.F32 // llama.cpp keeps norms and biases in f32
+		} else if to.Quantized() && t.Shape[len(t.Shape)-1]%to.BlockSize() != 0 {
+			to = tensor.F16 // as gguf-py does when a row does not fill whole blocks
+		}
+		if len(t.Shape) > 1 && fileType < 0 {
+			fileType = ggufFileType(to)
+		}
+		if t, err = castTensor(t, to); err != nil {
+			return err
+		}
+		t.Name = gname
+		tensors = append(tensors, t)
+	}
+	if rs != nil && rs.RopeType == "llama3" {
+		f := llama3RopeFactors(rs, cfg.RopeTheta, cfg.HeadDim)
+		tensors = append(tensors, tensor.Info{Name: "rope_freqs.weight", DType: tensor.F32, Shape: []int{len(f)}, Data: tensor.Bytes(f)})
+	}
+	if err := checkTensors(tensors, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	slices.SortStableFunc(tensors, func(a, b tensor.Info) int { return ggufOrder(a.Name) - ggufOrder(b.Name) })
+
+	name := opts.Name
+	if name == "" {
+		name = filepath.Base(filepath.Clean(dir))
+	}
+	meta := []kv{
+		{"general.architecture", arch},
+		{"general.name", name},
+	}
+	if fileType >= 0 {
+		meta = append(meta, kv{"general.file_type", uint32(fileType)})
+	}
+	ctx := cfg.MaxPositions
+	if ctx <= 0 {
+		ctx = 4096
+	}
+	meta = append(meta,
+		kv{arch + ".vocab_size", uint32(cfg.VocabSize)},
+		kv{arch + ".context_length", uint32(ctx)},
+		kv{arch + ".embedding_length", uint32(cfg.HiddenSize)},
+		kv{arch + ".block_count", uint32(cfg.NumHiddenLayers)},
+		kv{arch + ".feed_forward_length", uint32(cfg.IntermediateSize)},
+		kv{arch + ".attention.head_count", uint32(cfg.NumAttentionHeads)},
+		kv{arch + ".attention.head_count_kv", uint32(cfg.NumKeyValueHeads)},
+		kv{arch + ".attention.key_length", uint32(cfg.HeadDim)},
+		kv{arch + ".attention.value_length", uint32(cfg.HeadDim)},
+		kv{arch + ".rope.dimension_count", uint32(cfg.HeadDim)},
+		kv{arch + ".rope.freq_base", float32(cfg.RopeTheta)},
+		kv{arch + ".attention.layer_norm_rms_epsilon", float32(cfg.RMSNormEps)},
+	)
+	if rs != nil {
+		if rs.RopeType == "linear" {
+			meta = append(meta, kv{arch + ".rope.scaling.type", "linear"}, kv{arch + ".rope.scaling.factor", float32(rs.Factor)})
+		}
+		meta = append(meta, kv{keyHFRopeScaling, string(cfg.RopeScaling)})
+	}
+	if cfg.ModelType != arch {
+		meta = append(meta, kv{keyHFModelType, cfg.ModelType})
+	}
+	return writeGGUF(out, meta, tokMeta, tensors)
+}
+
+// ggufFileType is general.file_type (enum llama_ftype) for the dtype of the weight matrices.
+func ggufFileType(d tensor.DType) int {
+	switch d {
+	case tensor.F32:
+		return 0
+	case tensor.F16:
+		return 1
+	case tensor.Q4_0:
+		return 2
+	case tensor.Q4_1:
+		return 3
+	case tensor.Q8_0:
+		return 7
+	case tensor.BF16:
+		return 32
+	}
+	return -1
+}
+
+// ggufOrder sorts tensors as llama.cpp's converter writes them: embeddings, blocks in order,
+// then the final norm and head.
+func ggufOrder(name string) int {
+	switch name {
+	case "token_embd.weight":
+		return 0
+	case "rope_freqs.weight":
+		return 1
+	case "output_norm.weight":
+		return 1 << 30
+	case "output.weight":
+		return 1<<30 + 1
+	}
+	if rest, ok := strings.CutPrefix(name, "blk."); ok {
+		idx, part, _ := strings.Cut(rest, ".")
+		n := 0
+		for _, c := range idx {
+			n = n*10 + int(c-'0')
+		}
+		for j, p := range blockNames {
+			if p[1] == part {
+				return 2 + n*len(blockNames) + j
+			}
+		}
+	}
+	return 1<<30 - 1
+}
+
+// checkTensors verifies the tensors llama.cpp will look for are there with the config's shapes,
+// so a wrong checkpoint fails here with a clear message rather than inside llama.cpp.
+func checkTensors(ts []tensor.Info, c *hfConfig) error {
+	byName := map[string]tensor.Info{}
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	want := func(name string, shape ...int) error {
+		t, ok := byName[name]
+		if !ok {
+			return fmt.Errorf("tensor %s missing", name)
+		}
+		if !slices.Equal(t.Shape, shape) {
+			return fmt.Errorf("tensor %s: shape %v, config.json implies %v", name, t.Shape, shape)
+		}
+		return nil
+	}
+	q, kvd := c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim
+	if err := want("token_embd.weight", c.VocabSize, c.HiddenSize); err != nil {
+		return err
+	}
+	if err := want("output_norm.weight", c.HiddenSize); err != nil {
+		return err
+	}
+	if _, ok := byName["output.weight"]; ok || !c.tied() {
+		if err := want("output.weight", c.VocabSize, c.HiddenSize); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		for _, w := range []struct {
+			name  string
+			shape []int
+		}{
+			{"attn_norm.weight", []int{c.HiddenSize}},
+			{"attn_q.weight", []int{q, c.HiddenSize}},
+			{"attn_k.weight", []int{kvd, c.HiddenSize}},
+			{"attn_v.weight", []int{kvd, c.HiddenSize}},
+			{"attn_output.weight", []int{c.HiddenSize, q}},
+			{"ffn_norm.weight", []int{c.HiddenSize}},
+			{"ffn_gate.weight", []int{c.IntermediateSize, c.HiddenSize}},
+			{"ffn_up.weight", []int{c.IntermediateSize, c.HiddenSize}},
+			{"ffn_down.weight", []int{c.HiddenSize, c.IntermediateSize}},
+		} {
+			if err := want(p+w.name, w.shape...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,261 @@
+package convert
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tokenwise/tokenwise/formats/gguf"
+	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/tensor"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+// hfArchitectures is config.json's "architectures" for a model_type.
+var hfArchitectures = map[string]string{
+	"llama":   "LlamaForCausalLM",
+	"mistral": "MistralForCausalLM",
+	"qwen2":   "Qwen2ForCausalLM",
+	"qwen3":   "Qwen3ForCausalLM",
+}
+
+// GGUFToHF converts the GGUF file at path into an HF checkpoint folder outDir (created if
+// needed): config.json, generation_config.json, model.safetensors, tokenizer.json and
+// tokenizer_config.json.
+func GGUFToHF(path, outDir string, opts Options) error {
+	target, convertAll, err := parseDType(opts.DType)
+	if err != nil {
+		return err
+	}
+	if convertAll && target.Quantized() {
+		return fmt.Errorf("dtype %s: Hugging Face folders hold f32, f16 or bf16", target)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	m := meta{f}
+
+	arch, ok := m.str("general.architecture")
+	if !ok {
+		return fmt.Errorf("%s: general.architecture missing", path)
+	}
+	modelType := arch
+	if mt, ok := m.str(keyHFModelType); ok {
+		modelType = mt
+	}
+	if _, ok := hfArchitectures[modelType]; !ok || (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
+		return fmt.Errorf("%s: architecture %q not supported (llama, qwen2, qwen3)", path, arch)
+	}
+	permute := arch == "llama"
+
+	need := func(key string) (int, error) {
+		v, ok := m.uint(arch + "." + key)
+		if !ok {
+			return 0, fmt.Errorf("%s: %s.%s missing or not an integer", path, arch, key)
+		}
+		return int(v), nil
+	}
+	var c hfConfig
+	c.ModelType = modelType
+	c.Architectures = []string{hfArchitectures[modelType]}
+	c.HiddenAct = "silu"
+	if c.HiddenSize, err = need("embedding_length"); err != nil {
+		return err
+	}
+	if c.NumHiddenLayers, err = need("block_count"); err != nil {
+		return err
+	}
+	if c.IntermediateSize, err = need("feed_forward_length"); err != nil {
+		return err
+	}
+	if c.NumAttentionHeads, err = need("attention.head_count"); err != nil {
+		return err
+	}
+	c.NumKeyValueHeads = c.NumAttentionHeads
+	if v, ok := m.uint(arch + ".attention.head_count_kv"); ok {
+		c.NumKeyValueHeads = int(v)
+	}
+	if v, ok := m.uint(arch + ".attention.key_length"); ok {
+		c.HeadDim = int(v)
+	} else if c.NumAttentionHeads > 0 {
+		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
+	}
+	if v, ok := m.uint(arch + ".context_length"); ok {
+		c.MaxPositions = int(v)
+	}
+	c.RMSNormEps = 1e-5
+	if v, ok := m.float(arch + ".attention.layer_norm_rms_epsilon"); ok {
+		c.RMSNormEps = roundF32(v)
+	}
+	c.RopeTheta = 10000
+	if v, ok := m.float(arch + ".rope.freq_base"); ok {
+		c.RopeTheta = roundF32(v)
+	}
+	if rsJSON, ok := m.str(keyHFRopeScaling); ok {
+		c.RopeScaling = json.RawMessage(rsJSON)
+	} else if typ, ok := m.str(arch + ".rope.scaling.type"); ok && typ != "none" {
+		factor, _ := m.float(arch + ".rope.scaling.factor")
+		if typ != "linear" {
+			return fmt.Errorf("%s: %s.rope.scaling.type %q not supported (linear)", path, arch, typ)
+		}
+		c.RopeScaling, _ = json.Marshal(map[string]any{"rope_type": "linear", "factor": roundF32(factor)})
+	}
+
+	// Tensors.
+	byGG := map[string]tensor.Info{}
+	for _, t := range f.Tensors() {
+		byGG[t.Name] = t
+	}
+	if _, ok := byGG["rope_freqs.weight"]; ok && len(c.RopeScaling) == 0 {
+		return fmt.Errorf("%s: rope_freqs.weight without %s: the Llama 3 rope_scaling parameters cannot be recovered", path, keyHFRopeScaling)
+	}
+	emb, ok := byGG["token_embd.weight"]
+	if !ok || len(emb.Shape) != 2 {
+		return fmt.Errorf("%s: token_embd.weight missing or not 2-D", path)
+	}
+	c.VocabSize = emb.Shape[0]
+	_, hasOutput := byGG["output.weight"]
+	tied := !hasOutput
+	c.TieWordEmbeddings = &tied
+	if _, ok := byGG["blk.0.attn_q.bias"]; ok && arch == "llama" {
+		c.AttentionBias = true
+	}
+
+	// The HF dtype: --dtype, else the dtype of the weight matrices when HF can hold it.
+	out := target
+	if !convertAll {
+		out = emb.DType
+		if out != tensor.F32 && out != tensor.F16 && out != tensor.BF16 {
+			out = tensor.F32
+		}
+	}
+	c.TorchDType = torchDType(out)
+
+	var tensors []tensor.Info
+	for _, t := range f.Tensors() {
+		name, _, skip, err := hfName(t.Name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if skip {
+			continue
+		}
+		if permute {
+			switch {
+			case strings.HasSuffix(t.Name, ".attn_q.weight"), strings.HasSuffix(t.Name, ".attn_q.bias"):
+				t, err = permuteRows(t, c.NumAttentionHeads, true)
+			case strings.HasSuffix(t.Name, ".attn_k.weight"), strings.HasSuffix(t.Name, ".attn_k.bias"):
+				t, err = permuteRows(t, c.NumKeyValueHeads, true)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		if t, err = castTensor(t, out); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		t.Name = name
+		tensors = append(tensors, t)
+	}
+	ggNames := make([]tensor.Info, len(tensors))
+	for i, t := range tensors {
+		gname, _, _, _ := ggufName(t.Name)
+		ggNames[i] = t
+		ggNames[i].Name = gname
+	}
+	if err := checkTensors(ggNames, &c); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+
+	// Tokenizer.
+	tokJSON, tokCfg, bos, eos, err := tokenizer.GGUFToHF(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	cfgJSON, err := configJSON(&c, bos, eos)
+	if err != nil {
+		return err
+	}
+	gen := map[string]any{"_from_model_config": true}
+	if bos >= 0 {
+		gen["bos_token_id"] = bos
+	}
+	if eos >= 0 {
+		gen["eos_token_id"] = eos
+	}
+	genJSON, _ := json.MarshalIndent(gen, "", "  ")
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"config.json", cfgJSON},
+		{"generation_config.json", append(genJSON, '\n')},
+		{"tokenizer.json", tokJSON},
+		{"tokenizer_config.json", tokCfg},
+	}
+	for _, fl := range files {
+		if err := os.WriteFile(filepath.Join(outDir, fl.name), fl.data, 0o644); err != nil {
+			return err
+		}
+	}
+	// A stale index from an earlier export would shadow the single file.
+	os.Remove(filepath.Join(outDir, "model.safetensors.index.json"))
+	return safetensors.Write(filepath.Join(outDir, "model.safetensors"), tensors, map[string]string{"format": "pt"})
+}
+
+// roundF32 gives a float read from a GGUF float32 its shortest decimal form (1e-06, not
+// 9.999999974752427e-07), as the original config.json had it.
+func roundF32(v float64) float64 {
+	var x float64
+	fmt.Sscan(fmt.Sprint(float32(v)), &x)
+	return x
+}
+
+func configJSON(c *hfConfig, bos, eos int) ([]byte, error) {
+	m := map[string]any{
+		"architectures":           c.Architectures,
+		"model_type":              c.ModelType,
+		"vocab_size":              c.VocabSize,
+		"hidden_size":             c.HiddenSize,
+		"intermediate_size":       c.IntermediateSize,
+		"num_hidden_layers":       c.NumHiddenLayers,
+		"num_attention_heads":     c.NumAttentionHeads,
+		"num_key_value_heads":     c.NumKeyValueHeads,
+		"head_dim":                c.HeadDim,
+		"max_position_embeddings": c.MaxPositions,
+		"rms_norm_eps":            c.RMSNormEps,
+		"rope_theta":              c.RopeTheta,
+		"tie_word_embeddings":     *c.TieWordEmbeddings,
+		"hidden_act":              c.HiddenAct,
+		"torch_dtype":             c.TorchDType,
+		"attention_bias":          c.AttentionBias,
+		"mlp_bias":                false,
+	}
+	if len(c.RopeScaling) > 0 {
+		m["rope_scaling"] = c.RopeScaling
+	} else {
+		m["rope_scaling"] = nil
+	}
+	if bos >= 0 {
+		m["bos_token_id"] = bos
+	}
+	if eos >= 0 {
+		m["eos_token_id"] = eos
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetIndent("", "  ")
+	if err := e.Encode(m); err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	return b.Bytes(), nil
+}
