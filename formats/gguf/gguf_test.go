@@ -307,3 +307,18 @@ func hasNaN(meta []KV) bool {
 	}
 	return false
 }
+
+func TestLimits(t *testing.T) {
+	// An array claiming 2^25 uint8 elements in a file that really has that many bytes is
+	// still refused: no real metadata array is that long.
+	var buf bytes.Buffer
+	Encode(&buf, []KV{{"a", Array([]uint8{1})}}, nil, 0)
+	b := append(buf.Bytes(), make([]byte, 1<<25)...)
+	binary.LittleEndian.PutUint64(b[24+8+1+4+4:], 1<<25)
+	if _, err := Parse("big", b); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Errorf("huge array: %v", err)
+	}
+	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory: %v", err)
+	}
+}

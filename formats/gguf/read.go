@@ -18,6 +18,13 @@ const (
 	defaultAlignment = 32
 	maxDims          = 4 // GGML_MAX_DIMS
 	maxDepth         = 8 // nesting of arrays of arrays
+
+	// Limits far above any real model (vocabularies have ~10^5 entries, chat templates ~10^4
+	// bytes) so a forged count can never make us allocate gigabytes, even in a large file.
+	maxKV      = 1 << 20
+	maxTensors = 1 << 24
+	maxArray   = 1 << 24
+	maxString  = 1 << 28
 )
 
 // File is an opened GGUF file. Tensor data aliases the memory mapping and stays valid until
@@ -45,6 +52,9 @@ func Open(path string) (*File, error) {
 	st, err := fd.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	size := st.Size()
 	if size < 24 {
@@ -146,6 +156,9 @@ func (r *reader) str() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if n > maxString {
+		return "", fmt.Errorf("at byte %d: string length %d exceeds the %d-byte limit", r.pos-8, n, maxString)
+	}
 	b, err := r.bytes(n)
 	if err != nil {
 		return "", fmt.Errorf("string of %d bytes: %w", n, err)
@@ -155,10 +168,13 @@ func (r *reader) str() (string, error) {
 
 // count reads an element count and rejects one that cannot fit in the rest of the file
 // given the minimum size of an element, so a forged header never triggers a huge allocation.
-func (r *reader) count(what string, minSize uint64) (int, error) {
+func (r *reader) count(what string, minSize, limit uint64) (int, error) {
 	n, err := r.u64()
 	if err != nil {
 		return 0, err
+	}
+	if n > limit {
+		return 0, fmt.Errorf("at byte %d: %s count %d exceeds the limit %d", r.pos-8, what, n, limit)
 	}
 	if left := uint64(len(r.b) - r.pos); n > left/minSize {
 		return 0, fmt.Errorf("at byte %d: %s count %d cannot fit in the %d bytes left", r.pos-8, what, n, left)
@@ -231,7 +247,7 @@ func (r *reader) array(et Type, depth int) (Value, error) {
 			minSize = 12
 		}
 	}
-	n, err := r.count("array element", minSize)
+	n, err := r.count("array element", minSize, maxArray)
 	if err != nil {
 		return Value{}, err
 	}
@@ -366,11 +382,11 @@ func parse(name string, b []byte) (*File, error) {
 	}
 	// Minimum sizes: a tensor info is name length 8 + n_dims 4 + type 4 + offset 8; a KV is
 	// key length 8 + type 4 + at least 1 value byte.
-	nTensors, err := r.count("tensor", 24)
+	nTensors, err := r.count("tensor", 24, maxTensors)
 	if err != nil {
 		return nil, err
 	}
-	nKV, err := r.count("metadata", 13)
+	nKV, err := r.count("metadata", 13, maxKV)
 	if err != nil {
 		return nil, err
 	}

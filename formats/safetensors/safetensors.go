@@ -51,6 +51,9 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	size := st.Size()
 	if size < 8 {
 		return nil, fmt.Errorf("%s: file is %d bytes, too small for a safetensors header", path, size)
