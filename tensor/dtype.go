@@ -20,8 +20,13 @@ const (
 	F16  DType = 1
 	Q4_0 DType = 2
 	Q4_1 DType = 3
+	Q5_0 DType = 6
+	Q5_1 DType = 7
 	Q8_0 DType = 8
+	Q2_K DType = 10
+	Q3_K DType = 11
 	Q4_K DType = 12
+	Q5_K DType = 13
 	Q6_K DType = 14
 	I8   DType = 24
 	I16  DType = 25
@@ -48,9 +53,14 @@ type dtypeInfo struct {
 //
 //	Q4_0: f16 d; u8 qs[16]                      32 elems, 18 bytes
 //	Q4_1: f16 d; f16 m; u8 qs[16]               32 elems, 20 bytes
+//	Q5_0: f16 d; u32 qh; u8 qs[16]              32 elems, 22 bytes
+//	Q5_1: f16 d; f16 m; u32 qh; u8 qs[16]       32 elems, 24 bytes
 //	Q8_0: f16 d; i8 qs[32]                      32 elems, 34 bytes
-//	Q4_K: f16 d; f16 dmin; u8 scales[12]; u8 qs[128]          256 elems, 144 bytes
-//	Q6_K: u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d         256 elems, 210 bytes
+//	Q2_K: u8 scales[16]; u8 qs[64]; f16 d; f16 dmin              256 elems, 84 bytes
+//	Q3_K: u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d          256 elems, 110 bytes
+//	Q4_K: f16 d; f16 dmin; u8 scales[12]; u8 qs[128]             256 elems, 144 bytes
+//	Q5_K: f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]  256 elems, 176 bytes
+//	Q6_K: u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d            256 elems, 210 bytes
 var dtypes = map[DType]dtypeInfo{
 	F32:  {name: "F32", st: true, blockElems: 1, blockBytes: 4, ggmlName: "f32", floatFamily: true},
 	F16:  {name: "F16", st: true, blockElems: 1, blockBytes: 2, ggmlName: "f16", floatFamily: true},
@@ -62,8 +72,13 @@ var dtypes = map[DType]dtypeInfo{
 	I64:  {name: "I64", st: true, blockElems: 1, blockBytes: 8, ggmlName: "i64"},
 	Q4_0: {name: "Q4_0", blockElems: 32, blockBytes: 18, ggmlName: "q4_0", quantized: true},
 	Q4_1: {name: "Q4_1", blockElems: 32, blockBytes: 20, ggmlName: "q4_1", quantized: true},
+	Q5_0: {name: "Q5_0", blockElems: 32, blockBytes: 22, ggmlName: "q5_0", quantized: true},
+	Q5_1: {name: "Q5_1", blockElems: 32, blockBytes: 24, ggmlName: "q5_1", quantized: true},
 	Q8_0: {name: "Q8_0", blockElems: 32, blockBytes: 34, ggmlName: "q8_0", quantized: true},
+	Q2_K: {name: "Q2_K", blockElems: QK_K, blockBytes: 84, ggmlName: "q2_K", quantized: true},
+	Q3_K: {name: "Q3_K", blockElems: QK_K, blockBytes: 110, ggmlName: "q3_K", quantized: true},
 	Q4_K: {name: "Q4_K", blockElems: QK_K, blockBytes: 144, ggmlName: "q4_K", quantized: true},
+	Q5_K: {name: "Q5_K", blockElems: QK_K, blockBytes: 176, ggmlName: "q5_K", quantized: true},
 	Q6_K: {name: "Q6_K", blockElems: QK_K, blockBytes: 210, ggmlName: "q6_K", quantized: true},
 }
 

@@ -83,9 +83,48 @@ func Dequantize(dt DType, src []byte, dst []float32) error {
 				y[j+16] = float32(float32(qs[j]>>4)*d) + m
 			}
 		}
+	case Q5_0:
+		for b := 0; b < len(dst)/32; b++ {
+			blk, y := src[22*b:22*b+22], dst[32*b:32*b+32]
+			d := F16ToF32(le.Uint16(blk))
+			qh := le.Uint32(blk[2:]) // bit j is the 5th bit of element j
+			qs := blk[6:22]
+			for j := range 16 {
+				x0 := int(qs[j]&0x0f|byte(qh>>j&1)<<4) - 16
+				x1 := int(qs[j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+				y[j] = float32(x0) * d
+				y[j+16] = float32(x1) * d
+			}
+		}
+	case Q5_1:
+		for b := 0; b < len(dst)/32; b++ {
+			blk, y := src[24*b:24*b+24], dst[32*b:32*b+32]
+			d := F16ToF32(le.Uint16(blk))
+			m := F16ToF32(le.Uint16(blk[2:]))
+			qh := le.Uint32(blk[4:])
+			qs := blk[8:24]
+			for j := range 16 {
+				x0 := qs[j]&0x0f | byte(qh>>j&1)<<4
+				x1 := qs[j]>>4 | byte(qh>>(j+16)&1)<<4
+				y[j] = float32(float32(x0)*d) + m
+				y[j+16] = float32(float32(x1)*d) + m
+			}
+		}
+	case Q2_K:
+		for b := 0; b < len(dst)/QK_K; b++ {
+			dequantQ2K(src[84*b:84*b+84], dst[QK_K*b:QK_K*b+QK_K])
+		}
+	case Q3_K:
+		for b := 0; b < len(dst)/QK_K; b++ {
+			dequantQ3K(src[110*b:110*b+110], dst[QK_K*b:QK_K*b+QK_K])
+		}
 	case Q4_K:
 		for b := 0; b < len(dst)/QK_K; b++ {
 			dequantQ4K(src[144*b:144*b+144], dst[QK_K*b:QK_K*b+QK_K])
+		}
+	case Q5_K:
+		for b := 0; b < len(dst)/QK_K; b++ {
+			dequantQ5K(src[176*b:176*b+176], dst[QK_K*b:QK_K*b+QK_K])
 		}
 	case Q6_K:
 		for b := 0; b < len(dst)/QK_K; b++ {
@@ -122,6 +161,82 @@ func dequantQ4K(blk []byte, y []float32) {
 		for l := range 32 {
 			yy[l] = float32(d1*float32(qq[l]&0x0f)) - m1
 			yy[l+32] = float32(d2*float32(qq[l]>>4)) - m2
+		}
+	}
+}
+
+func dequantQ5K(blk []byte, y []float32) {
+	d := F16ToF32(binary.LittleEndian.Uint16(blk))
+	dmin := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+	scales, qh, q := blk[4:16], blk[16:48], blk[48:176]
+	// As Q4_K, plus a 5th bit per element from qh: bit 2g for the low-nibble sub-block of
+	// group g, bit 2g+1 for the high-nibble one.
+	for g := range 4 {
+		sc, m := scaleMinK4(2*g, scales)
+		d1, m1 := d*float32(sc), dmin*float32(m)
+		sc, m = scaleMinK4(2*g+1, scales)
+		d2, m2 := d*float32(sc), dmin*float32(m)
+		qq, yy := q[32*g:32*g+32], y[64*g:64*g+64]
+		for l := range 32 {
+			yy[l] = float32(d1*float32(qq[l]&0x0f|(qh[l]>>(2*g)&1)<<4)) - m1
+			yy[l+32] = float32(d2*float32(qq[l]>>4|(qh[l]>>(2*g+1)&1)<<4)) - m2
+		}
+	}
+}
+
+func dequantQ2K(blk []byte, y []float32) {
+	scales, q := blk[0:16], blk[16:80]
+	d := F16ToF32(binary.LittleEndian.Uint16(blk[80:]))
+	dmin := F16ToF32(binary.LittleEndian.Uint16(blk[82:]))
+	// Two halves of 128; each 32-byte slice of q holds four 2-bit planes (shift 0, 2, 4, 6),
+	// each plane two sub-blocks of 16 with their own 4-bit scale and 4-bit min.
+	is := 0
+	for n := range 2 {
+		qq := q[32*n : 32*n+32]
+		for plane := range 4 {
+			shift := 2 * plane
+			for half := range 2 {
+				sc := scales[is]
+				is++
+				dl, ml := d*float32(sc&0x0f), dmin*float32(sc>>4)
+				yy := y[128*n+32*plane+16*half:]
+				for l := range 16 {
+					yy[l] = float32(dl*float32(qq[16*half+l]>>shift&3)) - ml
+				}
+			}
+		}
+	}
+}
+
+func dequantQ3K(blk []byte, y []float32) {
+	hmask, q, packed := blk[0:32], blk[32:96], blk[96:108]
+	d := F16ToF32(binary.LittleEndian.Uint16(blk[108:]))
+	// Sixteen 6-bit scales: low 4 bits from packed[0..7] nibbles, high 2 bits from packed[8..11].
+	var scales [16]int
+	for i := range 16 {
+		lo := packed[i%8] >> (4 * (i / 8)) & 0x0f
+		hi := packed[8+i%4] >> (2 * (i / 4)) & 3
+		scales[i] = int(lo|hi<<4) - 32
+	}
+	// Like Q2_K's planes; an element's 3rd bit, from hmask, being clear subtracts 4.
+	is := 0
+	for n := range 2 {
+		qq := q[32*n : 32*n+32]
+		for plane := range 4 {
+			shift := 2 * plane
+			bit := byte(1) << (4*n + plane)
+			for half := range 2 {
+				dl := d * float32(scales[is])
+				is++
+				yy := y[128*n+32*plane+16*half:]
+				for l := range 16 {
+					v := int(qq[16*half+l] >> shift & 3)
+					if hmask[16*half+l]&bit == 0 {
+						v -= 4
+					}
+					yy[l] = dl * float32(v)
+				}
+			}
 		}
 	}
 }

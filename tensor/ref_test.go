@@ -48,7 +48,7 @@ d = sys.argv[1]
 rng = np.random.default_rng(11)
 x = (rng.standard_normal(32 * 512) * 10.0 ** rng.integers(-6, 4, 32 * 512)).astype(np.float32)
 x[:32] = 0                                   # all-zero block
-x[32:64] = np.arange(32) - 15.5              # d = 1 after /-8? no: exercises ties in x*id + 8.5
+x[32:64] = np.arange(32) - 15.5              # many values land near the rounding points
 x[64:96] = np.linspace(-127, 127, 32).round() + 0.5 * (np.arange(32) % 2)  # Q8_0 ties at d = 1
 x[96:128] = 7.0; x[100] = -8.0                # clamping at 15 in Q4_0
 x[128:160] = 3.0                              # constant block: Q4_1 d = 0
@@ -58,7 +58,9 @@ for name, ty in [("q8_0", T.Q8_0), ("q4_0", T.Q4_0), ("q4_1", T.Q4_1), ("bf16", 
     q.tofile(os.path.join(d, name + ".q"))
     dequantize(q, ty).astype(np.float32).tofile(os.path.join(d, name + ".deq"))
 # k-quants: random block bytes with finite, moderate f16 scales.
-for name, ty, size, doff in [("q4_k", T.Q4_K, 144, [0, 2]), ("q6_k", T.Q6_K, 210, [208])]:
+for name, ty, size, doff in [("q4_k", T.Q4_K, 144, [0, 2]), ("q6_k", T.Q6_K, 210, [208]), ("q5_k", T.Q5_K, 176, [0, 2]),
+                             ("q2_k", T.Q2_K, 84, [80, 82]), ("q3_k", T.Q3_K, 110, [108]), ("q5_0", T.Q5_0, 22, [0]),
+                             ("q5_1", T.Q5_1, 24, [0, 2])]:
     b = rng.integers(0, 256, (64, size), dtype=np.uint8)
     for o in doff:
         b[:, o:o+2] = rng.uniform(-2, 2, (64, 1)).astype(np.float16).view(np.uint8)
@@ -111,6 +113,11 @@ quantize(nan, T.BF16).tofile(os.path.join(d, "special.bf16"))
 	}
 	checkDequant(t, "q4_k", Q4_K, read("q4_k.q"), floats("q4_k.deq"))
 	checkDequant(t, "q6_k", Q6_K, read("q6_k.q"), floats("q6_k.deq"))
+	checkDequant(t, "q5_k", Q5_K, read("q5_k.q"), floats("q5_k.deq"))
+	checkDequant(t, "q2_k", Q2_K, read("q2_k.q"), floats("q2_k.deq"))
+	checkDequant(t, "q3_k", Q3_K, read("q3_k.q"), floats("q3_k.deq"))
+	checkDequant(t, "q5_0", Q5_0, read("q5_0.q"), floats("q5_0.deq"))
+	checkDequant(t, "q5_1", Q5_1, read("q5_1.q"), floats("q5_1.deq"))
 
 	sp := floats("special.f32")
 	wantBF := read("special.bf16")

@@ -240,8 +240,8 @@ func TestParseErrors(t *testing.T) {
 	var b2 bytes.Buffer
 	Encode(&b2, nil, []tensor.Info{{Name: "w", DType: tensor.F32, Shape: []int{1}, Data: make([]byte, 4)}}, 0)
 	bad := b2.Bytes()
-	le.PutUint32(bad[24+8+1+4+8:], 13) // Q5_K: not supported
-	if _, err := Parse("t", bad); err == nil || !strings.Contains(err.Error(), `tensor "w": unsupported ggml type id 13`) {
+	le.PutUint32(bad[24+8+1+4+8:], 16) // IQ2_XXS: not supported
+	if _, err := Parse("t", bad); err == nil || !strings.Contains(err.Error(), `tensor "w": unsupported ggml type id 16`) {
 		t.Errorf("unknown tensor type: %v", err)
 	}
 	le.PutUint32(bad[24+8+1+4+8:], 0)
