@@ -124,7 +124,7 @@ encode in parallel; the count is the same as encoding the whole file at once.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tokPath, "tokenizer", "", "tokenizer.json, or a model folder holding one (required)")
+	f.StringVar(&tokPath, "tokenizer", "", tokFlagHelp)
 	f.IntVar(&threads, "threads", 0, "encoding threads (0: all cores)")
 	f.BoolVar(&asJSON, "json", false, `print {"tokens","bytes","seconds","mb_s",...} as JSON`)
 	f.BoolVar(&special, "special", false, "count the BOS/EOS the post-processor adds to each file")

@@ -81,7 +81,7 @@ output line is {"text": ...}, in order.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tokPath, "tokenizer", "", "tokenizer.json, or a model folder holding one (required)")
+	f.StringVar(&tokPath, "tokenizer", "", tokFlagHelp)
 	f.StringVar(&jsonlPath, "jsonl", "", `read {"ids": [...]} lines from FILE, or - for stdin`)
 	f.BoolVar(&skipSpecial, "skip-special", false, "leave out special tokens (HF skip_special_tokens=True)")
 	_ = cmd.MarkFlagRequired("tokenizer")

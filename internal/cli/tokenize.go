@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
@@ -31,7 +32,8 @@ func newTokenizeCmd() *cobra.Command {
 		Long: `Tokenize TEXT (or standard input when TEXT is not given) exactly as Hugging Face
 tokenizers does, and print the ids and each token's piece of text.
 
-PATH is a tokenizer.json or a model folder holding one (and tokenizer_config.json).
+PATH is a tokenizer.json, a model folder holding one (and tokenizer_config.json), or a
+GGUF file (its embedded tokenizer, as llama.cpp reads it).
 
 With --jsonl, each input line is a JSON string or {"text": ...} and each output line is
 {"ids": [...]}, in order. --no-special is HF add_special_tokens=False: no BOS/EOS from the
@@ -109,7 +111,7 @@ post-processor; added tokens written in the text are still matched, as HF does.`
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tokPath, "tokenizer", "", "tokenizer.json, or a model folder holding one (required)")
+	f.StringVar(&tokPath, "tokenizer", "", tokFlagHelp)
 	f.StringVar(&jsonlPath, "jsonl", "", `read JSONL (a JSON string or {"text": ...} per line) from FILE, or - for stdin`)
 	f.BoolVar(&noSpecial, "no-special", false, "do not add BOS/EOS (HF add_special_tokens=False)")
 	f.BoolVar(&asJSON, "json", false, `print {"ids","tokens","pieces","offsets","count","bytes"} as JSON`)
@@ -118,7 +120,9 @@ post-processor; added tokens written in the text are still matched, as HF does.`
 	return cmd
 }
 
-// loadTokenizer loads --tokenizer PATH: a tokenizer.json or a model folder.
+const tokFlagHelp = "tokenizer.json, a model folder holding one, or a GGUF file (required)"
+
+// loadTokenizer loads --tokenizer PATH: a tokenizer.json, a model folder or a GGUF file.
 func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	if path == "" {
 		return nil, errors.New("--tokenizer PATH is required (a tokenizer.json or a model folder)")
@@ -128,7 +132,16 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("--tokenizer: %w", err)
 	}
 	if !st.IsDir() && strings.HasSuffix(strings.ToLower(path), ".gguf") {
-		return nil, fmt.Errorf("--tokenizer %s: reading the tokenizer from a GGUF file is not supported yet; give the tokenizer.json or the model folder", path)
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("--tokenizer: %w", err)
+		}
+		defer f.Close() // the tokenizer keeps no reference to the mapping
+		tk, err := tokenizer.FromGGUF(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return tk, nil
 	}
 	tk, err := tokenizer.Load(path)
 	if err != nil {
@@ -245,13 +258,17 @@ func parseTextLine(b []byte) (string, error) {
 	return "", fmt.Errorf(`want a JSON string or {"text": ...}, got %.20q`, b)
 }
 
-// piece is the part of text a token stands for; tokens the post-processor added (empty range)
-// show as their token string.
+// piece is the text a token stands for: the token decoded alone. A byte-level token that
+// holds only part of a character decodes to U+FFFD; then its bytes are taken from the text at
+// the token's offsets instead, so the split inside the character stays visible. (Offsets
+// alone would not do: with trim_offsets they leave out a token's leading spaces.)
 func piece(tk *tokenizer.Tokenizer, text string, id int, off [2]int) string {
-	if off[0] < off[1] && off[1] <= len(text) {
-		return text[off[0]:off[1]]
+	s := tk.Decode([]int{id}, false)
+	if strings.ContainsRune(s, utf8.RuneError) && off[0] < off[1] && off[1] <= len(text) {
+		if t := text[off[0]:off[1]]; !strings.ContainsRune(t, utf8.RuneError) {
+			return t
+		}
 	}
-	s, _ := tk.Token(id)
 	return s
 }
 
