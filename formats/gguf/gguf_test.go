@@ -322,3 +322,20 @@ func TestLimits(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
+
+// GGUF v2 has the v3 layout for little-endian files; it must read the same.
+func TestVersion2(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Encode(&buf, sampleMeta(), sampleTensors(), 0); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	binary.LittleEndian.PutUint32(b[4:], 2)
+	f, err := Parse("v2.gguf", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 2 || len(f.Tensors()) != len(sampleTensors()) || !reflect.DeepEqual(f.Meta, sampleMeta()) {
+		t.Errorf("v2: version %d, %d tensors", f.Version, len(f.Tensors()))
+	}
+}
