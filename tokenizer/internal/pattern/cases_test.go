@@ -10,6 +10,7 @@ var knownExprs = []struct{ name, expr string }{
 	{"llama3", exprLlama3},
 	{"qwen2", exprQwen2},
 	{"o200k", exprO200k},
+	{"tekken", exprTekken},
 }
 
 // trickyInputs are the strings where the patterns' alternatives compete:

@@ -10,6 +10,7 @@ import (
 // hand-written matchers read agree with the regexp2 classes of the patterns
 // (which TestReferenceClasses holds to Oniguruma).
 func TestClassTable(t *testing.T) {
+	t.Parallel()
 	initTables()
 	var all strings.Builder
 	for c := rune(0); c <= utf8.MaxRune; c++ {

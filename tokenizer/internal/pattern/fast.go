@@ -15,7 +15,8 @@ func init() {
 	fastMatchers[exprGPT2] = gpt2Matcher{}
 	fastMatchers[exprLlama3] = llamaMatcher{maxDigits: 3}
 	fastMatchers[exprQwen2] = llamaMatcher{maxDigits: 1}
-	fastMatchers[exprO200k] = o200kMatcher{}
+	fastMatchers[exprO200k] = o200kMatcher{contractions: true, maxDigits: 3}
+	fastMatchers[exprTekken] = o200kMatcher{contractions: false, maxDigits: 1}
 }
 
 // The patterns, exactly as real tokenizer.json files spell them (after JSON
@@ -29,10 +30,13 @@ const (
 	exprQwen2 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 	// GPT-4o (tiktoken's o200k_base).
 	exprO200k = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// Mistral's Tekken (Mistral NeMo, Pixtral, Ministral): o200k without the
+	// contractions, with single digits.
+	exprTekken = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 )
 
-// contraction returns the end of `'s|'t|'re|'ve|'m|'ll|'d` at s[i] == '\”, or
-// -1. With fold it is `(?i:...)`, where Unicode case folding also lets 's
+// contraction returns the end of `'s|'t|'re|'ve|'m|'ll|'d` at s[i] (an
+// apostrophe), or -1. With fold it is `(?i:...)`, where Unicode case folding also lets 's
 // match U+017F LATIN SMALL LETTER LONG S (as Oniguruma and regexp2 both do).
 func contraction(s string, i int, fold bool) int {
 	j := i + 1
@@ -264,27 +268,31 @@ func llamaNext(s string, i int, maxDigits int) int {
 	return spaceEnd(s, i, true)
 }
 
-// o200kMatcher matches exprO200k.
-type o200kMatcher struct{}
+// o200kMatcher matches exprO200k (contractions, maxDigits 3) and exprTekken
+// (no contractions, maxDigits 1).
+type o200kMatcher struct {
+	contractions bool
+	maxDigits    int
+}
 
-func (o200kMatcher) FindAll(s string, dst [][2]int) [][2]int {
+func (m o200kMatcher) FindAll(s string, dst [][2]int) [][2]int {
 	initTables()
 	for i := 0; i < len(s); {
-		e := o200kNext(s, i)
+		e := o200kNext(s, i, m.contractions, m.maxDigits)
 		dst = append(dst, [2]int{i, e})
 		i = e
 	}
 	return dst
 }
 
-// o200kWord tries the two word alternatives from x (after the optional
-// prefix rune, if taken) and returns the end of the match or -1:
+// o200kWord tries one of the two word alternatives from x (after the
+// optional prefix rune, if taken) and returns the end of the match or -1:
 //
-//	upper: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+ contraction?
-//	       (second=false)
-//	       [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]* contraction?
-//	       (second=true)
-func o200kWord(s string, x int, second bool) int {
+//	second=false: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+ contraction?
+//	second=true:  [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]* contraction?
+//
+// where contraction is (?i:'s|'t|'re|'ve|'m|'ll|'d), present if contractions.
+func o200kWord(s string, x int, second, contractions bool) int {
 	u, lastLw, lastLwEnd := x, -1, -1
 	for u < len(s) {
 		c, n := byteClass[s[u]], 1
@@ -317,7 +325,7 @@ func o200kWord(s string, x int, second bool) int {
 	default:
 		return -1
 	}
-	if w < len(s) && s[w] == '\'' {
+	if contractions && w < len(s) && s[w] == '\'' {
 		if e := contraction(s, w, true); e > 0 {
 			return e
 		}
@@ -333,7 +341,7 @@ func classAt(s string, i int) uint8 {
 	return c
 }
 
-func o200kNext(s string, i int) int {
+func o200kNext(s string, i int, contractions bool, maxDigits int) int {
 	b := s[i]
 	c, n := byteClass[s[i]], 1
 	if c&cMulti != 0 {
@@ -343,18 +351,18 @@ func o200kNext(s string, i int) int {
 	prefix := c&(cL|cN) == 0 && b != '\r' && b != '\n' && j < len(s)
 	for _, second := range [2]bool{false, true} {
 		if prefix {
-			if e := o200kWord(s, j, second); e >= 0 {
+			if e := o200kWord(s, j, second, contractions); e >= 0 {
 				return e
 			}
 		}
 		if c&(cUp|cLw) != 0 {
-			if e := o200kWord(s, i, second); e >= 0 {
+			if e := o200kWord(s, i, second, contractions); e >= 0 {
 				return e
 			}
 		}
 	}
 	if c&cN != 0 {
-		for k := 1; k < 3 && j < len(s); k++ {
+		for k := 1; k < maxDigits && j < len(s); k++ {
 			c2, n2 := byteClass[s[j]], 1
 			if c2&cMulti != 0 {
 				c2, n2 = classMulti(s, j)

