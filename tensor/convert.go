@@ -8,27 +8,38 @@ import (
 
 // F16ToF32 widens an IEEE binary16 value; exact for every input, NaN payloads kept.
 func F16ToF32(h uint16) float32 {
+	// Normal numbers (the common case) only need the exponent rebiased; kept small to inline.
+	if h&0x7c00-0x400 < 0x7800 { // exponent neither 0 nor 31 (unsigned wrap-around)
+		return math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
+	}
+	return f16ToF32Rare(h)
+}
+
+func f16ToF32Rare(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h & 0x3ff)
-	switch exp {
-	case 0:
-		if mant == 0 {
-			return math.Float32frombits(sign)
-		}
-		// Subnormal: mant * 2^-24, exact in float32.
-		v := float32(mant) * (1.0 / (1 << 24))
-		return math.Float32frombits(sign | math.Float32bits(v))
-	case 0x1f:
+	if h&0x7c00 == 0x7c00 { // Inf, NaN
 		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
 	}
-	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+	// Zero or subnormal: mant * 2^-24, exact in float32.
+	v := float32(mant) * (1.0 / (1 << 24))
+	return math.Float32frombits(sign | math.Float32bits(v))
 }
 
 // F32ToF16 rounds to the nearest binary16, ties to even (as x86 F16C, numpy and ggml do).
 // Overflow gives ±Inf; NaN stays NaN (quiet, sign and top payload bits kept).
 func F32ToF16(f float32) uint16 {
 	b := math.Float32bits(f)
+	abs := b & 0x7fffffff
+	if abs-0x38800000 < 0x477ff000-0x38800000 { // result is a normal f16 (the common case)
+		// Rebias, then round to nearest even: add just under half an ulp plus the lowest kept
+		// bit, and truncate. A carry into the exponent is still the right answer.
+		return uint16(b>>16)&0x8000 | uint16((abs-112<<23+0xfff+(abs>>13)&1)>>13)
+	}
+	return f32ToF16Rare(b)
+}
+
+func f32ToF16Rare(b uint32) uint16 {
 	sign := uint16(b>>16) & 0x8000
 	abs := b & 0x7fffffff
 	switch {
@@ -36,13 +47,6 @@ func F32ToF16(f float32) uint16 {
 		return sign | 0x7e00 | uint16(abs>>13)&0x3ff
 	case abs >= 0x477ff000: // >= 65520 rounds to Inf (65504 has an odd mantissa)
 		return sign | 0x7c00
-	case abs >= 0x38800000: // normal in f16 (>= 2^-14)
-		h := (abs - 112<<23) >> 13
-		rem := abs & 0x1fff
-		if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-			h++ // may carry into the exponent, which is still correct
-		}
-		return sign | uint16(h)
 	case abs > 0x33000000: // subnormal in f16; exactly 2^-25 ties to 0
 		e := abs >> 23
 		mant := abs&0x7fffff | 0x800000

@@ -22,16 +22,22 @@ func Dequantize(dt DType, src []byte, dst []float32) error {
 	le := binary.LittleEndian
 	switch dt {
 	case F32:
-		for i := range dst {
-			dst[i] = math.Float32frombits(le.Uint32(src[4*i:]))
-		}
+		copy(Bytes(dst), src) // little-endian host: the bytes are the floats
 	case F16:
+		src := src[:2*len(dst)]
 		for i := range dst {
-			dst[i] = F16ToF32(le.Uint16(src[2*i:]))
+			// F16ToF32 is over the inlining budget; its fast path is repeated here.
+			h := uint16(src[2*i]) | uint16(src[2*i+1])<<8
+			if h&0x7c00-0x400 < 0x7800 {
+				dst[i] = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
+			} else {
+				dst[i] = f16ToF32Rare(h)
+			}
 		}
 	case BF16:
+		src := src[:2*len(dst)]
 		for i := range dst {
-			dst[i] = BF16ToF32(le.Uint16(src[2*i:]))
+			dst[i] = math.Float32frombits(uint32(src[2*i])<<16 | uint32(src[2*i+1])<<24)
 		}
 	case F64:
 		for i := range dst {
@@ -55,17 +61,16 @@ func Dequantize(dt DType, src []byte, dst []float32) error {
 		}
 	case Q8_0:
 		for b := 0; b < len(dst)/32; b++ {
-			blk, y := src[34*b:34*b+34], dst[32*b:32*b+32]
-			d := F16ToF32(le.Uint16(blk))
+			qs, y := (*[32]byte)(src[34*b+2:]), (*[32]float32)(dst[32*b:])
+			d := F16ToF32(le.Uint16(src[34*b:]))
 			for j := range 32 {
-				y[j] = float32(int8(blk[2+j])) * d
+				y[j] = float32(int8(qs[j])) * d
 			}
 		}
 	case Q4_0:
 		for b := 0; b < len(dst)/32; b++ {
-			blk, y := src[18*b:18*b+18], dst[32*b:32*b+32]
-			d := F16ToF32(le.Uint16(blk))
-			qs := blk[2:18]
+			qs, y := (*[16]byte)(src[18*b+2:]), (*[32]float32)(dst[32*b:])
+			d := F16ToF32(le.Uint16(src[18*b:]))
 			for j := range 16 {
 				y[j] = float32(int(qs[j]&0x0f)-8) * d
 				y[j+16] = float32(int(qs[j]>>4)-8) * d
@@ -73,10 +78,9 @@ func Dequantize(dt DType, src []byte, dst []float32) error {
 		}
 	case Q4_1:
 		for b := 0; b < len(dst)/32; b++ {
-			blk, y := src[20*b:20*b+20], dst[32*b:32*b+32]
-			d := F16ToF32(le.Uint16(blk))
-			m := F16ToF32(le.Uint16(blk[2:]))
-			qs := blk[4:20]
+			qs, y := (*[16]byte)(src[20*b+4:]), (*[32]float32)(dst[32*b:])
+			d := F16ToF32(le.Uint16(src[20*b:]))
+			m := F16ToF32(le.Uint16(src[20*b+2:]))
 			for j := range 16 {
 				// float32(...) around the product keeps Go from fusing it into an FMA.
 				y[j] = float32(float32(qs[j]&0x0f)*d) + m
@@ -279,8 +283,17 @@ func Quantize(dt DType, src []float32, dst []byte) error {
 			le.PutUint32(dst[4*i:], math.Float32bits(v))
 		}
 	case F16:
+		dst := dst[:2*len(src)]
 		for i, v := range src {
-			le.PutUint16(dst[2*i:], F32ToF16(v))
+			// F32ToF16's fast path, repeated here because it is over the inlining budget.
+			b := math.Float32bits(v)
+			var h uint16
+			if abs := b & 0x7fffffff; abs-0x38800000 < 0x477ff000-0x38800000 {
+				h = uint16(b>>16)&0x8000 | uint16((abs-112<<23+0xfff+(abs>>13)&1)>>13)
+			} else {
+				h = f32ToF16Rare(b)
+			}
+			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
 		}
 	case BF16:
 		for i, v := range src {

@@ -443,3 +443,34 @@ func TestViews(t *testing.T) {
 		t.Error("misaligned view accepted")
 	}
 }
+
+// The bulk F16 loops repeat the conversion fast paths; they must agree with the functions.
+func TestBulkF16MatchesScalar(t *testing.T) {
+	src := make([]byte, 2*65536)
+	for h := range 65536 {
+		src[2*h], src[2*h+1] = byte(h), byte(h>>8)
+	}
+	dst := make([]float32, 65536)
+	if err := Dequantize(F16, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for h := range 65536 {
+		if math.Float32bits(dst[h]) != math.Float32bits(F16ToF32(uint16(h))) {
+			t.Fatalf("Dequantize(F16) of %#04x = %g, F16ToF32 %g", h, dst[h], F16ToF32(uint16(h)))
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	x := make([]float32, 1<<16)
+	for i := range x {
+		x[i] = math.Float32frombits(r.Uint32()) // every exponent, NaNs and Infs included
+	}
+	q := make([]byte, 2*len(x))
+	if err := Quantize(F16, x, q); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x {
+		if got := uint16(q[2*i]) | uint16(q[2*i+1])<<8; got != F32ToF16(v) {
+			t.Fatalf("Quantize(F16) of %g = %#04x, F32ToF16 %#04x", v, got, F32ToF16(v))
+		}
+	}
+}
