@@ -254,20 +254,25 @@ func (r *reader) array(et Type, depth int) (Value, error) {
 	v := Value{Type: TypeArray, Elem: et}
 	switch et {
 	case TypeString:
-		s := make([]string, n)
-		for i := range s {
-			if s[i], err = r.str(); err != nil {
+		// Grown as elements parse, so a forged count costs no more than the real data.
+		s := make([]string, 0, min(n, 1<<16))
+		for i := range n {
+			e, err := r.str()
+			if err != nil {
 				return Value{}, fmt.Errorf("element %d: %w", i, err)
 			}
+			s = append(s, e)
 		}
 		v.Data = s
 		return v, nil
 	case TypeArray:
-		s := make([]Value, n)
-		for i := range s {
-			if s[i], err = r.value(TypeArray, depth); err != nil {
+		s := make([]Value, 0, min(n, 1<<10))
+		for i := range n {
+			e, err := r.value(TypeArray, depth)
+			if err != nil {
 				return Value{}, fmt.Errorf("element %d: %w", i, err)
 			}
+			s = append(s, e)
 		}
 		v.Data = s
 		return v, nil
@@ -390,8 +395,10 @@ func parse(name string, b []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Path: name, Version: version, Alignment: defaultAlignment, meta: make(map[string]int, nKV), byName: make(map[string]int, nTensors)}
-	f.Meta = make([]KV, 0, nKV)
+	// Capacity hints are capped: the counts are only trusted as far as entries actually parse.
+	f := &File{Path: name, Version: version, Alignment: defaultAlignment,
+		meta: make(map[string]int, min(nKV, 4096)), byName: make(map[string]int, min(nTensors, 4096))}
+	f.Meta = make([]KV, 0, min(nKV, 4096))
 	for i := range nKV {
 		key, err := r.str()
 		if err != nil {
@@ -423,8 +430,8 @@ func parse(name string, b []byte) (*File, error) {
 	}
 
 	type span struct{ off, size uint64 }
-	spans := make([]span, 0, nTensors)
-	f.tensors = make([]tensor.Info, 0, nTensors)
+	spans := make([]span, 0, min(nTensors, 4096))
+	f.tensors = make([]tensor.Info, 0, min(nTensors, 4096))
 	for i := range nTensors {
 		tname, err := r.str()
 		if err != nil {
