@@ -56,7 +56,7 @@ type bpeScratch struct {
 	ranks []uint64 // rank<<32|newID of the pair starting at each symbol; noPair when none
 	heap  []mergeItem
 	buf   []byte
-	out   []uint32
+	local map[string][]uint32 // small lock-free cache in front of bpeModel.cache
 }
 
 const noPair = math.MaxUint64
@@ -148,7 +148,15 @@ func (m *bpeModel) tokenize(s string, sc *bpeScratch, out []bpeToken) []bpeToken
 	}
 	cacheable := len(s) < maxCachedPiece
 	if cacheable {
-		if packed, ok := m.cache.get(s); ok {
+		// First this goroutine's own cache (no lock: the scratch belongs to one call at a
+		// time, and sync.Pool keeps it on the same P), then the shared one.
+		packed, ok := sc.local[s]
+		if !ok {
+			if packed, ok = m.cache.get(s); ok {
+				sc.remember(s, packed)
+			}
+		}
+		if ok {
 			pos := int32(0)
 			for _, p := range packed {
 				n := int32(p & 0xff)
@@ -171,8 +179,19 @@ func (m *bpeModel) tokenize(s string, sc *bpeScratch, out []bpeToken) []bpeToken
 			packed = append(packed, uint32(t.id)<<8|uint32(t.end-t.start))
 		}
 		m.cache.put(s, packed)
+		sc.remember(s, packed)
 	}
 	return out
+}
+
+// localCap bounds the per-scratch cache; when full it starts over.
+const localCap = 8192
+
+func (sc *bpeScratch) remember(s string, packed []uint32) {
+	if sc.local == nil || len(sc.local) >= localCap {
+		sc.local = make(map[string][]uint32, 1024)
+	}
+	sc.local[string([]byte(s))] = packed
 }
 
 // initialSymbols splits s into characters (bytes in byteInput mode) and looks each up, the way

@@ -1,9 +1,6 @@
 package tokenizer
 
-import (
-	"sync"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // byteToRune is GPT-2's byte-to-character table (HF's bytes_char): printable Latin-1 bytes
 // map to themselves, the other 68 bytes to U+0100 onwards in byte order.
@@ -48,15 +45,17 @@ type scratch struct {
 	bpe                bpeScratch
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
-
 func unicodeIsNumeric(r rune) bool { return isNumeric(r) }
 
 // encode runs the whole pipeline: added tokens on the raw text, normalizer, added tokens on the
 // normalized text, pre-tokenizers, BPE, post-processor.
 func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int) {
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
+	// The pool belongs to the Tokenizer: a scratch carries a piece cache for this vocabulary.
+	sc, _ := t.pool.Get().(*scratch)
+	if sc == nil {
+		sc = new(scratch)
+	}
+	defer t.pool.Put(sc)
 
 	root := span{s: text, first: true, id: -1}
 	if track {
@@ -88,6 +87,35 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 			next = t.added.splitAdded(sp, t.added.norm, next)
 		}
 		spans, sc.spans2 = next, spans
+	}
+
+	// Fast path for the GPT-style files (one Isolated regex Split, ByteLevel folded into the
+	// model): feed each regex match straight to the model, with no span list in between.
+	if sp, ok := t.fastSplit(); ok && !track {
+		ids := make([]int, 0, len(text)/3+4)
+		for _, s := range spans {
+			if s.id >= 0 {
+				ids = append(ids, int(s.id))
+				continue
+			}
+			sc.ranges = sp.re.FindAll(s.s, sc.ranges[:0])
+			prev := 0
+			for _, m := range sc.ranges {
+				if prev < m[0] {
+					ids = t.modelIDs(s.s[prev:m[0]], sc, ids)
+				}
+				ids = t.modelIDs(s.s[m[0]:m[1]], sc, ids)
+				prev = m[1]
+			}
+			if prev < len(s.s) {
+				ids = t.modelIDs(s.s[prev:], sc, ids)
+			}
+		}
+		sc.spans = spans[:0]
+		if t.post != nil {
+			ids, _ = t.post.process(t, ids, nil, nil, addSpecial)
+		}
+		return ids, nil
 	}
 
 	// Pre-tokenize: each step splits every text span further; token spans pass through.
@@ -134,4 +162,22 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 		ids, offs = t.post.process(t, ids, offs, vals, addSpecial)
 	}
 	return ids, offs
+}
+
+// fastSplit reports whether the pre-tokenizer is a single regex Split with the Isolated
+// behavior, the shape of the GPT-2/Llama-3/Qwen/o200k files.
+func (t *Tokenizer) fastSplit() (*splitPre, bool) {
+	if len(t.pre) != 1 {
+		return nil, false
+	}
+	p, ok := t.pre[0].(*splitPre)
+	return p, ok && p.re != nil && p.behavior == behIsolated && !p.invert
+}
+
+func (t *Tokenizer) modelIDs(piece string, sc *scratch, ids []int) []int {
+	sc.toks = t.model.tokenize(piece, &sc.bpe, sc.toks[:0])
+	for _, tk := range sc.toks {
+		ids = append(ids, int(tk.id))
+	}
+	return ids
 }

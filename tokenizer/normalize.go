@@ -98,8 +98,15 @@ func (u unicodeNorm) normalize(sp span) span {
 	if u.form.IsNormalString(sp.s) { // the common case: nothing to do, no copy
 		return sp
 	}
+	// Go's norm package follows the Stream-Safe Text Format and inserts U+034F (CGJ) after 30
+	// combining marks in a row; Rust's unicode-normalization, which HF uses, does not. Drop
+	// the CGJs it invented (only when the input had none, so real ones survive).
+	dropCGJ := !strings.Contains(sp.s, "\u034f")
 	if sp.align == nil {
 		sp.s = u.form.String(sp.s)
+		if dropCGJ && strings.Contains(sp.s, "\u034f") {
+			sp.s = strings.ReplaceAll(sp.s, "\u034f", "")
+		}
 		return sp
 	}
 	// Tracking offsets: normalize segment by segment. As in HF, the i-th character out of a
@@ -121,10 +128,25 @@ func (u unicodeNorm) normalize(sp span) span {
 		}
 		k := 0
 		for j := 0; j < len(seg); k++ {
-			_, size := utf8.DecodeRune(seg[j:])
-			o := starts[min(k, len(starts)-1)]
-			_, osize := utf8.DecodeRuneInString(sp.s[o:end])
-			w.emit(string(seg[j:j+size]), sp.rangeOf(o, o+osize))
+			r, size := utf8.DecodeRune(seg[j:])
+			if r == 0x034f && dropCGJ {
+				j += size
+				k--
+				continue
+			}
+			var from [2]int32
+			if len(starts) > 0 {
+				o := starts[min(k, len(starts)-1)]
+				_, osize := utf8.DecodeRuneInString(sp.s[o:end])
+				from = sp.rangeOf(o, o+osize)
+			} else if start > 0 {
+				// The iterator emitted text without consuming input here: it belongs to
+				// the character before.
+				from = sp.align[start-1]
+			} else if len(sp.align) > 0 {
+				from = sp.align[0]
+			}
+			w.emit(string(seg[j:j+size]), from)
 			j += size
 		}
 	}

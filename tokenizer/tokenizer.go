@@ -27,6 +27,7 @@ type Tokenizer struct {
 	special   []bool   // id -> text of a special added token
 	vocabSize int
 	cfg       *Config
+	pool      sync.Pool // *scratch: per-call buffers plus a lock-free piece cache
 }
 
 // Config holds the fields of tokenizer_config.json that callers need.

