@@ -76,3 +76,65 @@ func TestSafetensorsGGUFRoundTrip(t *testing.T) {
 		t.Fatal("safetensors → GGUF → safetensors changed the file")
 	}
 }
+
+// WriteStream (both formats) converts tensor by tensor through one reused buffer and gives
+// the same file as Write with every converted tensor in memory.
+func TestWriteStream(t *testing.T) {
+	dir := t.TempDir()
+	src := []tensor.Info{
+		{Name: "b", DType: tensor.F32, Shape: []int{2, 4}, Data: tensor.Bytes([]float32{1, 2, 3, 4, 5, 6, 7, 8})},
+		{Name: "a", DType: tensor.F32, Shape: []int{3}, Data: tensor.Bytes([]float32{-1, 0.5, 1e-3})},
+	}
+	conv := make([]tensor.Info, len(src)) // F16 versions, Data left nil for streaming
+	full := make([]tensor.Info, len(src)) // F16 versions with Data, for Write
+	for i, s := range src {
+		conv[i] = tensor.Info{Name: s.Name, DType: tensor.F16, Shape: s.Shape}
+		full[i] = conv[i]
+		f, _ := tensor.Float32s(s.Data)
+		full[i].Data = make([]byte, 2*len(f))
+		tensor.Quantize(tensor.F16, f, full[i].Data)
+	}
+	buf := make([]byte, 64)
+	var calls []int
+	data := func(i int) ([]byte, error) {
+		calls = append(calls, i)
+		f, _ := tensor.Float32s(src[i].Data)
+		b := buf[:2*len(f)]
+		return b, tensor.Quantize(tensor.F16, f, b)
+	}
+	type writer struct {
+		name          string
+		stream, whole func(path string) error
+	}
+	for _, w := range []writer{
+		{"gguf", func(p string) error { return WriteStream(p, nil, conv, 0, data) }, func(p string) error { return Write(p, nil, full, 0) }},
+		{"safetensors", func(p string) error { return safetensors.WriteStream(p, conv, nil, data) }, func(p string) error { return safetensors.Write(p, full, nil) }},
+	} {
+		calls = nil
+		a, b := filepath.Join(dir, w.name+".stream"), filepath.Join(dir, w.name+".whole")
+		if err := w.stream(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.whole(b); err != nil {
+			t.Fatal(err)
+		}
+		x, _ := os.ReadFile(a)
+		y, _ := os.ReadFile(b)
+		if !bytes.Equal(x, y) || len(calls) != 2 {
+			t.Errorf("%s: streamed file differs (%d calls)", w.name, len(calls))
+		}
+	}
+	if len(calls) != 2 || calls[0] != 1 {
+		t.Errorf("safetensors streams in file order (a before b): calls %v", calls)
+	}
+	short := func(i int) ([]byte, error) { return make([]byte, 2), nil }
+	if err := WriteStream(filepath.Join(dir, "x.gguf"), nil, conv, 0, short); err == nil || !bytes.Contains([]byte(err.Error()), []byte(`tensor "b": F16[2 4] needs 16 bytes, got 2`)) {
+		t.Errorf("gguf short data: %v", err)
+	}
+	if err := safetensors.WriteStream(filepath.Join(dir, "x.st"), conv, nil, short); err == nil || !bytes.Contains([]byte(err.Error()), []byte(`tensor "a": F16[3] needs 6 bytes, got 2`)) {
+		t.Errorf("safetensors short data: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.gguf")); !os.IsNotExist(err) {
+		t.Error("failed write left a file behind")
+	}
+}

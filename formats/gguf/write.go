@@ -22,13 +22,21 @@ const maxNameLen = 63
 // Tensors are written in the given order, each padded to the alignment, so the layout is the
 // one llama.cpp expects (each offset equals the padded sizes before it).
 func Write(path string, meta []KV, tensors []tensor.Info, alignment int) error {
+	return WriteStream(path, meta, tensors, alignment, nil)
+}
+
+// WriteStream is Write for data produced one tensor at a time (a dtype conversion, say), so a
+// whole converted model is never held in memory: the tensors' Data may be nil, their sizes come
+// from Shape and DType, and data(i) is called once per tensor, in order, for the bytes of
+// tensors[i]; they may be reused after the call returns. A nil data uses tensors[i].Data.
+func WriteStream(path string, meta []KV, tensors []tensor.Info, alignment int, data func(i int) ([]byte, error)) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
 	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := Encode(w, meta, tensors, alignment); err != nil {
+	if err := encode(w, meta, tensors, alignment, data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -44,6 +52,10 @@ func Write(path string, meta []KV, tensors []tensor.Info, alignment int) error {
 
 // Encode writes a GGUF v3 file to w; see Write.
 func Encode(w io.Writer, meta []KV, tensors []tensor.Info, alignment int) error {
+	return encode(w, meta, tensors, alignment, nil)
+}
+
+func encode(w io.Writer, meta []KV, tensors []tensor.Info, alignment int, data func(i int) ([]byte, error)) error {
 	align, meta, err := resolveAlignment(meta, alignment)
 	if err != nil {
 		return err
@@ -59,7 +71,8 @@ func Encode(w io.Writer, meta []KV, tensors []tensor.Info, alignment int) error 
 		}
 	}
 	names := map[string]bool{}
-	for _, t := range tensors {
+	sizes := make([]uint64, len(tensors))
+	for i, t := range tensors {
 		if t.Name == "" || len(t.Name) > maxNameLen {
 			return fmt.Errorf("tensor %q: name must be 1 to %d bytes for llama.cpp", t.Name, maxNameLen)
 		}
@@ -73,8 +86,19 @@ func Encode(w io.Writer, meta []KV, tensors []tensor.Info, alignment int) error 
 		if len(t.Shape) > 0 && t.Shape[len(t.Shape)-1]%t.DType.BlockSize() != 0 {
 			return fmt.Errorf("tensor %q: row length %d is not a multiple of the %s block size %d", t.Name, t.Shape[len(t.Shape)-1], t.DType, t.DType.BlockSize())
 		}
-		if err := t.Check(); err != nil {
-			return err
+		n := t.NumElements()
+		if n < 0 {
+			return fmt.Errorf("tensor %q: invalid shape %v", t.Name, t.Shape)
+		}
+		size, err := t.DType.BytesFor(n)
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		sizes[i] = uint64(size)
+		if data == nil {
+			if err := t.Check(); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -89,7 +113,7 @@ func Encode(w io.Writer, meta []KV, tensors []tensor.Info, alignment int) error 
 		e.value(kv.Value)
 	}
 	var off uint64
-	for _, t := range tensors {
+	for i, t := range tensors {
 		e.str(t.Name)
 		e.u32(uint32(len(t.Shape)))
 		for j := len(t.Shape) - 1; j >= 0; j-- { // GGUF wants ne[0] = innermost first
@@ -97,12 +121,21 @@ func Encode(w io.Writer, meta []KV, tensors []tensor.Info, alignment int) error 
 		}
 		e.u32(t.DType.GGML())
 		e.u64(off)
-		off += pad(uint64(len(t.Data)), align)
+		off += pad(sizes[i], align)
 	}
 	e.zeros(pad(e.n, align) - e.n)
-	for _, t := range tensors {
-		e.write(t.Data)
-		e.zeros(pad(uint64(len(t.Data)), align) - uint64(len(t.Data)))
+	for i, t := range tensors {
+		b := t.Data
+		if data != nil {
+			if b, err = data(i); err != nil {
+				return fmt.Errorf("tensor %q: %w", t.Name, err)
+			}
+			if uint64(len(b)) != sizes[i] {
+				return fmt.Errorf("tensor %q: %s%v needs %d bytes, got %d", t.Name, t.DType, t.Shape, sizes[i], len(b))
+			}
+		}
+		e.write(b)
+		e.zeros(pad(sizes[i], align) - sizes[i])
 	}
 	if e.err != nil {
 		return e.err

@@ -29,13 +29,22 @@ var writeRank = map[tensor.DType]int{
 // header padded with spaces to a multiple of 8 bytes. With at most one metadata key the
 // bytes are identical to Python's safetensors.save_file.
 func Write(path string, tensors []tensor.Info, metadata map[string]string) error {
+	return WriteStream(path, tensors, metadata, nil)
+}
+
+// WriteStream is Write for data produced one tensor at a time (a dtype conversion, say), so a
+// whole converted model is never held in memory: the tensors' Data may be nil, their sizes come
+// from Shape and DType, and data(i) is called once per tensor, in file order (not index
+// order), for the bytes of tensors[i]; they may be reused after the call returns. A nil data
+// uses tensors[i].Data.
+func WriteStream(path string, tensors []tensor.Info, metadata map[string]string, data func(i int) ([]byte, error)) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
 	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := Encode(w, tensors, metadata); err != nil {
+	if err := encode(w, tensors, metadata, data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -51,7 +60,12 @@ func Write(path string, tensors []tensor.Info, metadata map[string]string) error
 
 // Encode writes a safetensors file to w; see Write for the layout.
 func Encode(w io.Writer, tensors []tensor.Info, metadata map[string]string) error {
+	return encode(w, tensors, metadata, nil)
+}
+
+func encode(w io.Writer, tensors []tensor.Info, metadata map[string]string, data func(i int) ([]byte, error)) error {
 	order := make([]int, len(tensors))
+	sizes := make([]int, len(tensors))
 	seen := map[string]bool{}
 	for i, t := range tensors {
 		order[i] = i
@@ -65,8 +79,19 @@ func Encode(w io.Writer, tensors []tensor.Info, metadata map[string]string) erro
 		if t.DType.SafetensorsName() == "" {
 			return fmt.Errorf("tensor %q: dtype %s cannot be stored in safetensors", t.Name, t.DType)
 		}
-		if err := t.Check(); err != nil {
-			return err
+		n := t.NumElements()
+		if n < 0 {
+			return fmt.Errorf("tensor %q: invalid shape %v", t.Name, t.Shape)
+		}
+		size, err := t.DType.BytesFor(n)
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		sizes[i] = size
+		if data == nil {
+			if err := t.Check(); err != nil {
+				return err
+			}
 		}
 	}
 	slices.SortFunc(order, func(a, b int) int {
@@ -118,7 +143,7 @@ func Encode(w io.Writer, tensors []tensor.Info, metadata map[string]string) erro
 		h = append(h, `],"data_offsets":[`...)
 		h = strconv.AppendUint(h, off, 10)
 		h = append(h, ',')
-		off += uint64(len(t.Data))
+		off += uint64(sizes[idx])
 		h = strconv.AppendUint(h, off, 10)
 		h = append(h, "]}"...)
 	}
@@ -135,7 +160,17 @@ func Encode(w io.Writer, tensors []tensor.Info, metadata map[string]string) erro
 		return err
 	}
 	for _, idx := range order {
-		if _, err := w.Write(tensors[idx].Data); err != nil {
+		b := tensors[idx].Data
+		if data != nil {
+			var err error
+			if b, err = data(idx); err != nil {
+				return fmt.Errorf("tensor %q: %w", tensors[idx].Name, err)
+			}
+			if len(b) != sizes[idx] {
+				return fmt.Errorf("tensor %q: %s%v needs %d bytes, got %d", tensors[idx].Name, tensors[idx].DType, tensors[idx].Shape, sizes[idx], len(b))
+			}
+		}
+		if _, err := w.Write(b); err != nil {
 			return fmt.Errorf("tensor %q: %w", tensors[idx].Name, err)
 		}
 	}
