@@ -3,7 +3,12 @@
 // dequantization/quantization that match ggml's reference code bit for bit.
 //
 // A DType's numeric value is ggml's type id (ggml_type in ggml.h), so GGUF files map onto
-// it directly. Data is always little-endian, as in both safetensors and GGUF.
+// it directly. Data is always little-endian, as in both safetensors and GGUF; the zero-copy
+// views (Float32s, Uint16s, Bytes) assume a little-endian host (amd64, arm64).
+//
+// Dequantize reads F32, F16, BF16, F64, I8..I64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the k-quants
+// Q2_K..Q6_K; Quantize writes F32, F16, BF16, Q8_0, Q4_0 and Q4_1. Both are checked bit for
+// bit against gguf-py's ports of ggml's reference code (ref_test.go).
 package tensor
 
 import (
