@@ -17,66 +17,75 @@ const (
 	cMulti                   // in byteClass only: the byte starts no ASCII rune
 )
 
-// classOf computes the class bits of r from the unicode package's tables. It
-// costs a binary search per table, so the matchers only call it for runes
-// outside the Basic Multilingual Plane; everything else comes from the
-// precomputed tables below.
-func classOf(r rune) uint8 {
-	var c uint8
-	if unicode.IsLetter(r) {
-		c |= cL
+// catTables returns Go's table of each general category followed by what
+// the category gained in Oniguruma's newer Unicode (unicode_delta.go), so the
+// classes mean what they mean in HF tokenizers.
+func catTables(cats ...string) []*unicode.RangeTable {
+	var ts []*unicode.RangeTable
+	for _, c := range cats {
+		ts = append(ts, unicode.Categories[c])
+		if d, ok := unicodeDelta[c]; ok {
+			ts = append(ts, d)
+		}
 	}
-	if unicode.IsNumber(r) {
-		c |= cN
-	}
-	if unicode.Is(unicode.White_Space, r) {
-		c |= cS
-	}
-	mark := unicode.IsMark(r)
-	if mark || unicode.In(r, unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo) {
-		c |= cUp
-	}
-	if mark || unicode.In(r, unicode.Ll, unicode.Lm, unicode.Lo) {
-		c |= cLw
-	}
-	return c
+	return ts
 }
 
 // byteClass answers for ASCII without decoding (most bytes of most text) and
 // marks every other byte cMulti; indexing by a whole byte needs no bounds check.
 var byteClass [256]uint8
 
-// The BMP is covered by a two-level table: bmpIndex maps the high byte of a
-// rune to one of the distinct 256-entry blocks in bmpBlocks. Most blocks repeat
-// (all of CJK is "letter, Lo"), so this is ~30 KB instead of 64 KB and stays in
-// cache while scanning text in any script.
+// Every other rune is covered by a two-level table: runeIndex maps r>>8 to one
+// of the distinct 256-entry blocks in runeBlocks. Most blocks repeat (all of
+// CJK is "letter, Lo"; most of the astral planes are unassigned), so the whole
+// of Unicode takes ~45 KB and a scan in any one script touches a few blocks.
+// A binary search of the unicode tables per rune would cost more than the
+// rest of the matcher.
 var (
-	bmpIndex  [256]uint16
-	bmpBlocks []uint8
-	tablesMu  sync.Once
+	runeIndex  [(unicode.MaxRune + 1) >> 8]uint16
+	runeBlocks []uint8
+	tablesOnce sync.Once
 )
 
 func initTables() {
-	tablesMu.Do(func() {
+	tablesOnce.Do(func() {
+		flat := make([]uint8, unicode.MaxRune+1)
+		mark := func(bit uint8, tables []*unicode.RangeTable) {
+			for _, t := range tables {
+				for _, r := range t.R16 {
+					for c := int(r.Lo); c <= int(r.Hi); c += int(r.Stride) {
+						flat[c] |= bit
+					}
+				}
+				for _, r := range t.R32 {
+					for c := int(r.Lo); c <= int(r.Hi); c += int(r.Stride) {
+						flat[c] |= bit
+					}
+				}
+			}
+		}
+		mark(cL, catTables("Lu", "Ll", "Lt", "Lm", "Lo"))
+		mark(cN, catTables("Nd", "Nl", "No"))
+		mark(cS, []*unicode.RangeTable{unicode.White_Space})
+		mark(cUp, catTables("Lu", "Lt", "Lm", "Lo", "Mn", "Mc", "Me"))
+		mark(cLw, catTables("Ll", "Lm", "Lo", "Mn", "Mc", "Me"))
+
 		for b := 0; b < 256; b++ {
 			byteClass[b] = cMulti
 			if b < utf8.RuneSelf {
-				byteClass[b] = classOf(rune(b))
+				byteClass[b] = flat[b]
 			}
 		}
 		seen := map[[256]uint8]uint16{}
-		for hi := 0; hi < 256; hi++ {
-			var blk [256]uint8
-			for lo := 0; lo < 256; lo++ {
-				blk[lo] = classOf(rune(hi<<8 | lo))
-			}
+		for hi := range runeIndex {
+			blk := [256]uint8(flat[hi<<8 : hi<<8+256])
 			idx, ok := seen[blk]
 			if !ok {
-				idx = uint16(len(bmpBlocks) / 256)
-				bmpBlocks = append(bmpBlocks, blk[:]...)
+				idx = uint16(len(runeBlocks) >> 8)
+				runeBlocks = append(runeBlocks, blk[:]...)
 				seen[blk] = idx
 			}
-			bmpIndex[hi] = idx
+			runeIndex[hi] = idx
 		}
 	})
 }
@@ -92,11 +101,8 @@ func class(s string, i int) (uint8, int) {
 }
 
 // classMulti is class for a rune that is not ASCII; kept out of line so that
-// class inlines into the scanning loops.
+// the ASCII test inlines into the scanning loops.
 func classMulti(s string, i int) (uint8, int) {
 	r, n := utf8.DecodeRuneInString(s[i:])
-	if r <= 0xffff {
-		return bmpBlocks[int(bmpIndex[r>>8])<<8|int(r&0xff)], n
-	}
-	return classOf(r), n
+	return runeBlocks[int(runeIndex[r>>8])<<8|int(r&0xff)], n
 }
