@@ -54,6 +54,10 @@ var trickyInputs = []string{
 	strings.Repeat("9", 50),
 	"\xff\xfe invalid \xc3 utf8 \xe2\x82 here\x80 's\xff 1\xff2",
 	"\x00\x01\x1f\x7f control \u200e\u200f",
+	// Assigned in Unicode 15.1/16.0, which Oniguruma knows and Go 1.26 does
+	// not: CJK Ext-I (Lo), Myanmar Ext-C digits (Nd), Garay letters and marks.
+	"\U0002EBF0\U0002EBF1 x\U0002EBF2 \U000116D0\U000116D1\U000116D2\U000116D3 \U00010D50\U00010D70\U00010D69a",
+	"\U0001CCF0\U0001CCF1 \U00016D40\U00016D41 \U000105C0'S",
 }
 
 // randomText builds adversarial strings from a small alphabet in which every
@@ -65,7 +69,7 @@ func randomText(r *rand.Rand, n int) string {
 		"0", "7", "\u0663", "\uff15", "\u00b2", "\u2167", "\u00bd",
 		"\u0301", "\u0903", "\u20dd", "\u00e9", "\u00c9", "\u01c5", "\u02b0", "\u4e2d", "\u0915",
 		".", ",", "!", "/", "//", "-", "_", "\"", "{", "}", "$", "\u00a7", "\U0001F600", "\u200d",
-		"\u017f", "\u212a", "\xff", "\xc3", "\x00",
+		"\u017f", "\u212a", "\xff", "\xc3", "\x00", "\U0002EBF0", "\U000116D0", "\U00010D69",
 	}
 	var b strings.Builder
 	for b.Len() < n {

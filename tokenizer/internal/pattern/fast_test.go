@@ -42,6 +42,7 @@ func TestFastMatchesRegexp(t *testing.T) {
 		"a", "Z", "s", "S", "l", "e", "'", "\u2019", " ", "\t", "\n", "\r", "\v", "\u00a0", "\u3000", "\u0085",
 		"7", "\u0663", "\u00b2", "\u2167", "\u0301", "\u0903", "\u01c5", "\u02b0", "\u4e2d", ".", "/", "\U0001F600",
 		"\U0001D400", "\U0001D41A", "\U000107C0", "\U0001E950", "\u017f", "\xff", "\xe2\x82",
+		"\U0002EBF0", "\U000116D0", "\U00010D69", "\U0001CCF0",
 	}
 	for _, k := range knownExprs {
 		t.Run(k.name, func(t *testing.T) {
