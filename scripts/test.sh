@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (Go modules, reference packages), then runs
 # every test. Reference-parity tests fail (not skip) here because TOKENWISE_REQUIRE_REFS=1.
+#
+# Needs Go (see go.mod), node >= 18 with npm, and git. The first run downloads the references
+# (~150 MB, under a minute) and runs HF tokenizers over the parity corpus (about a minute);
+# later runs reuse both from .cache/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for tool in go node npm git; do
+	command -v "$tool" >/dev/null || { echo "test.sh: $tool not found (need Go, node >= 18 with npm, git)" >&2; exit 1; }
+done
 go mod download
 scripts/setup-refs.sh
 export TOKENWISE_REFS="$PWD/.cache/refs"
 export TOKENWISE_REQUIRE_REFS=1
 go vet ./...
 go test -count=1 -timeout 45m ./...
+echo "test.sh: all tests passed; tokenizer parity table: .cache/parity/status.md" >&2

@@ -1,6 +1,7 @@
 package parity_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -58,5 +59,31 @@ func TestLlamaVocab(t *testing.T) {
 		if len(cases) < 30 || cases[0].Text != "ied 4 ½ months" || len(cases[0].IDs) == 0 {
 			t.Fatalf("%s: %d cases, first %q %v", name, len(cases), cases[0].Text, cases[0].IDs)
 		}
+	}
+}
+
+func TestJSONDocsAreJSON(t *testing.T) {
+	docs := parity.JSONDocs(400)
+	escaped := 0
+	for _, d := range docs {
+		valid := json.Valid([]byte(d.Text))
+		if !valid { // JSONL: every line a document
+			valid = true
+			for _, line := range strings.Split(strings.TrimSuffix(d.Text, "\n"), "\n") {
+				valid = valid && json.Valid([]byte(line))
+			}
+		}
+		if !valid {
+			t.Fatalf("%s is neither JSON nor JSONL: %q", d.Name, d.Text)
+		}
+		if strings.Contains(d.Text, `\u`) {
+			escaped++
+		}
+	}
+	if escaped == 0 {
+		t.Error("no document uses \\u escapes")
+	}
+	if a, b := parity.JSONDocs(50), parity.JSONDocs(50); a[49].Text != b[49].Text {
+		t.Error("JSONDocs is not deterministic")
 	}
 }

@@ -2,13 +2,15 @@
 // Encodes texts with Hugging Face's official Rust tokenizers library (npm `tokenizers`), the
 // reference that tokenwise must match id for id.
 //
-//   node hf_encode.js TOKENIZER_JSON [IN.jsonl|-] [OUT.jsonl|-]
+//   node hf_encode.js [--offsets] TOKENIZER_JSON [IN.jsonl|-] [OUT.jsonl|-]
 //
 // Each input line is a JSON string or {"text": ...}. Each output line, in input order, is
 //   {"ids": encode(text, add_special_tokens=false),
 //    "ids_sp": encode(text, add_special_tokens=true),
 //    "dec": decode(ids, skip_special=false), "dec_sp": decode(ids_sp, skip_special=false),
-//    "dec_skip": decode(ids_sp, skip_special=true)}
+//    "dec_skip": decode(ids_sp, skip_special=true),
+//    "offs": with --offsets, the (start, end) of each token of ids, flattened, in Unicode
+//            scalar values (code points) of the text}
 // A field equal to its default is left out: ids_sp defaults to ids, dec to the text itself,
 // dec_sp and dec_skip to dec.
 // The library is found under $TOKENWISE_REFS/node_modules (default <repo>/.cache/refs).
@@ -35,8 +37,11 @@ function fail(msg) {
 }
 
 async function main() {
-  const [tokPath, inPath = '-', outPath = '-'] = process.argv.slice(2);
-  if (!tokPath) fail('usage: hf_encode.js TOKENIZER_JSON [IN.jsonl|-] [OUT.jsonl|-]');
+  let args = process.argv.slice(2);
+  const withOffsets = args[0] === '--offsets';
+  if (withOffsets) args = args.slice(1);
+  const [tokPath, inPath = '-', outPath = '-'] = args;
+  if (!tokPath) fail('usage: hf_encode.js [--offsets] TOKENIZER_JSON [IN.jsonl|-] [OUT.jsonl|-]');
   const req = createRequire(path.join(refsDir(), 'package.json'));
   let Tokenizer;
   try {
@@ -80,6 +85,7 @@ async function main() {
       if (dec[i] !== batch[i]) r.dec = dec[i];
       if (decSp[i] !== dec[i]) r.dec_sp = decSp[i];
       if (decSkip[i] !== dec[i]) r.dec_skip = decSkip[i];
+      if (withOffsets) r.offs = plain[i].getOffsets().flat();
       chunk += JSON.stringify(r) + '\n';
     }
     if (!out.write(chunk)) await new Promise((r) => out.once('drain', r));

@@ -23,6 +23,9 @@ type HF struct {
 	Dec     string `json:"dec"`      // decode(IDs, skip_special_tokens=false)
 	DecSp   string `json:"dec_sp"`   // decode(IDsSp, skip_special_tokens=false)
 	DecSkip string `json:"dec_skip"` // decode(IDsSp, skip_special_tokens=true)
+	// Offsets of IDs as [start, end) in Unicode code points of the text (HF's unit), when
+	// asked for.
+	Offsets [][2]int `json:"-"`
 }
 
 // scriptDir is the folder of hf_encode.js: this source file's folder.
@@ -32,10 +35,10 @@ func scriptDir() string {
 }
 
 // HFEncode runs hf_encode.js (HF tokenizers from npm, under refs) on every text with the
-// tokenizer.json at tokPath. Results are cached as gzip JSONL under cacheDir, keyed by the
+// tokenizer.json at tokPath; withOffsets adds the token offsets. Results are cached as gzip JSONL under cacheDir, keyed by the
 // hash of the tokenizer file, the texts, the script and the installed tokenizers version, so
 // a second run reads the cache instead of running node.
-func HFEncode(refs, tokPath string, texts []string, cacheDir string) ([]HF, error) {
+func HFEncode(refs, tokPath string, texts []string, cacheDir string, withOffsets bool) ([]HF, error) {
 	tokBytes, err := os.ReadFile(tokPath)
 	if err != nil {
 		return nil, err
@@ -58,7 +61,7 @@ func HFEncode(refs, tokPath string, texts []string, cacheDir string) ([]HF, erro
 		}
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{tokBytes, input.Bytes(), scriptBytes, pkg} {
+	for _, part := range [][]byte{tokBytes, input.Bytes(), scriptBytes, pkg, []byte(fmt.Sprint(withOffsets))} {
 		fmt.Fprintf(h, "%d:", len(part))
 		h.Write(part)
 	}
@@ -71,7 +74,11 @@ func HFEncode(refs, tokPath string, texts []string, cacheDir string) ([]HF, erro
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("node", script, tokPath, "-", "-")
+	args := []string{script, tokPath, "-", "-"}
+	if withOffsets {
+		args = []string{script, "--offsets", tokPath, "-", "-"}
+	}
+	cmd := exec.Command("node", args...)
 	cmd.Env = append(os.Environ(), "TOKENWISE_REFS="+refs)
 	cmd.Stdin = &input
 	var stdout, stderr bytes.Buffer
@@ -122,6 +129,7 @@ func readHF(path string, texts []string) ([]HF, error) {
 			Dec     *string `json:"dec"`
 			DecSp   *string `json:"dec_sp"`
 			DecSkip *string `json:"dec_skip"`
+			Offs    []int   `json:"offs"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, len(out)+1, err)
@@ -145,6 +153,12 @@ func readHF(path string, texts []string) ([]HF, error) {
 		}
 		if r.DecSkip != nil {
 			hf.DecSkip = *r.DecSkip
+		}
+		if len(r.Offs)%2 != 0 {
+			return nil, fmt.Errorf("%s:%d: odd number of offsets", path, len(out)+1)
+		}
+		for j := 0; j+1 < len(r.Offs); j += 2 {
+			hf.Offsets = append(hf.Offsets, [2]int{r.Offs[j], r.Offs[j+1]})
 		}
 		out = append(out, hf)
 	}
