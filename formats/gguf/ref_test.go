@@ -381,3 +381,25 @@ print(json.dumps({t.name: [t.tensor_type.name, hashlib.sha256(dequantize(t.data,
 		t.Errorf("checked types %v, want Q4_1, Q8_0 and F32", types)
 	}
 }
+
+// go test ./formats/gguf -run X -bench OpenSmolLM2: open + validate the 98 MB SmolLM2 GGUF
+// (272 tensors, 49,152 tokens and 48,900 merges of metadata); the weights are only mapped.
+func BenchmarkOpenSmolLM2(b *testing.B) {
+	refs := os.Getenv("TOKENWISE_REFS")
+	if refs == "" {
+		_, file, _, _ := runtime.Caller(0)
+		refs = filepath.Join(filepath.Dir(file), "..", "..", ".cache", "refs")
+	}
+	p := filepath.Join(refs, "smollm2", "smollm2-135m-instruct-q4_1.gguf")
+	if _, err := os.Stat(p); err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
