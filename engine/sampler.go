@@ -389,14 +389,28 @@ func (s *Sampler) truncate(w []float32, max float32) []int32 {
 	// Drop before sorting what top-p and min-p drop anyway, so a 150k
 	// vocabulary is never sorted in full:
 	//   min-p keeps p_i >= MinP·p_max, i.e. e_i >= MinP;
-	//   top-p drops a tail of mass <= 1-P, and every token with
-	//   p_i < (1-P)/len(c) lies in it (together they weigh < 1-P and are the
-	//   smallest).
+	//   top-p keeps a prefix of the sorted tokens, inside any set of the most
+	//   likely tokens that already holds mass P. Binning e_i by binary exponent
+	//   (64 bins, one pass) finds such a set: the bins down to where the mass
+	//   reaches P, plus one bin of margin for rounding.
 	topP := float64(s.p.TopP)
 	useTopP := topP > 0 && topP < 1
 	floor := float64(s.p.MinP)
 	if useTopP {
-		floor = math.Max(floor, (1-topP)/float64(len(c))*z)
+		var mass [65]float64
+		for _, id := range c {
+			mass[expBin(s.prob[id])] += s.prob[id]
+		}
+		var cum float64
+		for b := range mass {
+			cum += mass[b]
+			if cum >= topP*z {
+				if b+1 < 64 {
+					floor = math.Max(floor, math.Ldexp(1, -(b+2)))
+				}
+				break
+			}
+		}
 	}
 	if floor > 0 {
 		kept := c[:0]
@@ -431,6 +445,13 @@ func (s *Sampler) truncate(w []float32, max float32) []int32 {
 		}
 	}
 	return c
+}
+
+// expBin is the bin of e in (0, 1] by binary exponent: bin b holds
+// [2^-(b+1), 2^-b), e = 1 is in bin 0, and bin 64 holds everything below 2^-64.
+func expBin(e float64) int {
+	b := 1022 - int(math.Float64bits(e)>>52&0x7ff) // exponent field 1022 is [0.5, 1)
+	return min(max(b, 0), 64)
 }
 
 // heapTopKMax is the largest K taken by the heap scan; beyond it quickselect
