@@ -33,6 +33,23 @@ const (
 	Q4_K DType = 12
 	Q5_K DType = 13
 	Q6_K DType = 14
+	// Types llama.cpp writes that this package can size but not dequantize: a GGUF holding
+	// them still opens (its metadata and other tensors are usable).
+	IQ2_XXS DType = 16
+	IQ2_XS  DType = 17
+	IQ3_XXS DType = 18
+	IQ1_S   DType = 19
+	IQ4_NL  DType = 20
+	IQ3_S   DType = 21
+	IQ2_S   DType = 22
+	IQ4_XS  DType = 23
+	IQ1_M   DType = 29
+	TQ1_0   DType = 34
+	TQ2_0   DType = 35
+	MXFP4   DType = 39
+	NVFP4   DType = 40
+	Q1_0    DType = 41
+
 	I8   DType = 24
 	I16  DType = 25
 	I32  DType = 26
@@ -85,6 +102,22 @@ var dtypes = map[DType]dtypeInfo{
 	Q4_K: {name: "Q4_K", blockElems: QK_K, blockBytes: 144, ggmlName: "q4_K", quantized: true},
 	Q5_K: {name: "Q5_K", blockElems: QK_K, blockBytes: 176, ggmlName: "q5_K", quantized: true},
 	Q6_K: {name: "Q6_K", blockElems: QK_K, blockBytes: 210, ggmlName: "q6_K", quantized: true},
+
+	// Sizes only (ggml's type_traits, as in gguf-py's GGML_QUANT_SIZES).
+	IQ2_XXS: {name: "IQ2_XXS", blockElems: QK_K, blockBytes: 66, ggmlName: "iq2_xxs", quantized: true},
+	IQ2_XS:  {name: "IQ2_XS", blockElems: QK_K, blockBytes: 74, ggmlName: "iq2_xs", quantized: true},
+	IQ3_XXS: {name: "IQ3_XXS", blockElems: QK_K, blockBytes: 98, ggmlName: "iq3_xxs", quantized: true},
+	IQ1_S:   {name: "IQ1_S", blockElems: QK_K, blockBytes: 50, ggmlName: "iq1_s", quantized: true},
+	IQ4_NL:  {name: "IQ4_NL", blockElems: 32, blockBytes: 18, ggmlName: "iq4_nl", quantized: true},
+	IQ3_S:   {name: "IQ3_S", blockElems: QK_K, blockBytes: 110, ggmlName: "iq3_s", quantized: true},
+	IQ2_S:   {name: "IQ2_S", blockElems: QK_K, blockBytes: 82, ggmlName: "iq2_s", quantized: true},
+	IQ4_XS:  {name: "IQ4_XS", blockElems: QK_K, blockBytes: 136, ggmlName: "iq4_xs", quantized: true},
+	IQ1_M:   {name: "IQ1_M", blockElems: QK_K, blockBytes: 56, ggmlName: "iq1_m", quantized: true},
+	TQ1_0:   {name: "TQ1_0", blockElems: QK_K, blockBytes: 54, ggmlName: "tq1_0", quantized: true},
+	TQ2_0:   {name: "TQ2_0", blockElems: QK_K, blockBytes: 66, ggmlName: "tq2_0", quantized: true},
+	MXFP4:   {name: "MXFP4", blockElems: 32, blockBytes: 17, ggmlName: "mxfp4", quantized: true},
+	NVFP4:   {name: "NVFP4", blockElems: 64, blockBytes: 36, ggmlName: "nvfp4", quantized: true},
+	Q1_0:    {name: "Q1_0", blockElems: 128, blockBytes: 18, ggmlName: "q1_0", quantized: true},
 }
 
 // Valid reports whether d is a type this package knows.

@@ -2,11 +2,13 @@ package tensor
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -138,5 +140,41 @@ func checkDequant(t *testing.T, name string, dt DType, q []byte, want []float32)
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] == 0 && want[i] == 0) {
 			t.Fatalf("%s: dequantized[%d] = %g, gguf-py %g", name, i, got[i], want[i])
 		}
+	}
+}
+
+// Every type we know has the block size and byte size llama.cpp's gguf-py lists, and every
+// type gguf-py lists that can appear in a file is known here.
+func TestRefGGMLSizes(t *testing.T) {
+	py := refPython(t, "gguf")
+	out, err := exec.Command(py, "-c", `
+from gguf.constants import GGML_QUANT_SIZES
+for ty, (blk, size) in GGML_QUANT_SIZES.items(): print(ty.value, ty.name, blk, size)
+`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var id uint32
+		var name string
+		var blk, size int
+		if _, err := fmt.Sscan(line, &id, &name, &blk, &size); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		d, err := FromGGML(id)
+		if err != nil {
+			if name != "Q8_1" && name != "Q8_K" { // compute-only types, never stored in files
+				t.Errorf("gguf-py type %d %s unknown here", id, name)
+			}
+			continue
+		}
+		seen++
+		if d.String() != name || d.BlockSize() != blk || d.BlockBytes() != size {
+			t.Errorf("type %d: ours %s %d/%d, gguf-py %s %d/%d", id, d, d.BlockSize(), d.BlockBytes(), name, blk, size)
+		}
+	}
+	if seen != len(dtypes) {
+		t.Errorf("gguf-py confirmed %d of our %d types", seen, len(dtypes))
 	}
 }

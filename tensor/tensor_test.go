@@ -23,7 +23,7 @@ func TestDTypeIDsAndNames(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, %v", d.GGMLName(), p, err)
 		}
 	}
-	for _, bad := range []uint32{4, 5, 31, 39, 1000} {
+	for _, bad := range []uint32{4, 5, 9, 15, 31, 42, 1000} {
 		if _, err := FromGGML(bad); err == nil {
 			t.Errorf("FromGGML(%d): no error", bad)
 		}

@@ -240,8 +240,8 @@ func TestParseErrors(t *testing.T) {
 	var b2 bytes.Buffer
 	Encode(&b2, nil, []tensor.Info{{Name: "w", DType: tensor.F32, Shape: []int{1}, Data: make([]byte, 4)}}, 0)
 	bad := b2.Bytes()
-	le.PutUint32(bad[24+8+1+4+8:], 16) // IQ2_XXS: not supported
-	if _, err := Parse("t", bad); err == nil || !strings.Contains(err.Error(), `tensor "w": unsupported ggml type id 16`) {
+	le.PutUint32(bad[24+8+1+4+8:], 42) // no such ggml type
+	if _, err := Parse("t", bad); err == nil || !strings.Contains(err.Error(), `tensor "w": unsupported ggml type id 42`) {
 		t.Errorf("unknown tensor type: %v", err)
 	}
 	le.PutUint32(bad[24+8+1+4+8:], 0)
@@ -337,5 +337,25 @@ func TestVersion2(t *testing.T) {
 	}
 	if f.Version != 2 || len(f.Tensors()) != len(sampleTensors()) || !reflect.DeepEqual(f.Meta, sampleMeta()) {
 		t.Errorf("v2: version %d, %d tensors", f.Version, len(f.Tensors()))
+	}
+}
+
+// A tensor of a type we can size but not dequantize (IQ4_XS) still lets the file open.
+func TestSizeOnlyType(t *testing.T) {
+	var buf bytes.Buffer
+	ts := []tensor.Info{{Name: "w", DType: tensor.IQ4_XS, Shape: []int{2, 256}, Data: make([]byte, 2*136)}}
+	if err := Encode(&buf, []KV{{"general.architecture", String("llama")}}, ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse("iq.gguf", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := f.Tensor("w")
+	if w.DType != tensor.IQ4_XS || len(w.Data) != 272 {
+		t.Fatalf("%s %d bytes", w.DType, len(w.Data))
+	}
+	if err := tensor.Dequantize(w.DType, w.Data, make([]float32, 512)); err == nil || !strings.Contains(err.Error(), "unsupported dtype IQ4_XS") {
+		t.Errorf("Dequantize(IQ4_XS): %v", err)
 	}
 }
