@@ -109,36 +109,50 @@ func (u unicodeNorm) normalize(sp span) span {
 		}
 		return sp
 	}
-	// Tracking offsets: normalize segment by segment. As in HF, the i-th character out of a
-	// segment takes the range of the i-th character in (the last one when the segment grew):
-	// a composed "é" from "e" + U+0301 maps to the "e".
+	// Tracking offsets: normalize segment by segment and give each output character the range
+	// of the input character where its decomposition starts. This follows HF's alignments
+	// (unicode-normalization-alignments): a composed "é" from "e" + U+0301 maps to the "e",
+	// both halves of a decomposed "é" map to the "é", and "ä" + U+0301 made from
+	// "a" + U+0308 + U+0301 keeps the U+0301 on its own character.
+	decomp := norm.NFD
+	if u.form == norm.NFKC || u.form == norm.NFKD {
+		decomp = norm.NFKD
+	}
+	units := func(r rune) int {
+		var buf [utf8.UTFMax]byte
+		n := utf8.EncodeRune(buf[:], r)
+		return max(1, utf8.RuneCount(decomp.Bytes(buf[:n])))
+	}
 	w := newBuilder(sp, len(sp.s)+8)
 	var it norm.Iter
 	it.InitString(u.form, sp.s)
-	var starts []int
+	type origRune struct{ at, size, firstUnit int }
+	var orig []origRune
 	for !it.Done() {
 		start := it.Pos()
 		seg := it.Next()
 		end := it.Pos()
-		starts = starts[:0]
+		orig = orig[:0]
+		unit := 0
 		for i := start; i < end; {
-			starts = append(starts, i)
-			_, size := utf8.DecodeRuneInString(sp.s[i:end])
+			r, size := utf8.DecodeRuneInString(sp.s[i:end])
+			orig = append(orig, origRune{i, size, unit})
+			unit += units(r)
 			i += size
 		}
-		k := 0
-		for j := 0; j < len(seg); k++ {
+		unit, k := 0, 0
+		for j := 0; j < len(seg); {
 			r, size := utf8.DecodeRune(seg[j:])
 			if r == 0x034f && dropCGJ {
 				j += size
-				k--
 				continue
 			}
 			var from [2]int32
-			if len(starts) > 0 {
-				o := starts[min(k, len(starts)-1)]
-				_, osize := utf8.DecodeRuneInString(sp.s[o:end])
-				from = sp.rangeOf(o, o+osize)
+			if len(orig) > 0 {
+				for k+1 < len(orig) && orig[k+1].firstUnit <= unit {
+					k++
+				}
+				from = sp.rangeOf(orig[k].at, orig[k].at+orig[k].size)
 			} else if start > 0 {
 				// The iterator emitted text without consuming input here: it belongs to
 				// the character before.
@@ -147,6 +161,7 @@ func (u unicodeNorm) normalize(sp span) span {
 				from = sp.align[0]
 			}
 			w.emit(string(seg[j:j+size]), from)
+			unit += units(r)
 			j += size
 		}
 	}

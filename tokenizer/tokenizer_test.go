@@ -313,3 +313,30 @@ func TestComponents(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentEncode runs many goroutines on one Tokenizer (run with -race); each result
+// must equal the single-threaded one.
+func TestConcurrentEncode(t *testing.T) {
+	tk := loadFixture(t, "bytelevel")
+	texts := []string{"hello world the cat", "héllo wörld", "x<|end|>y hello", strings.Repeat("hello ", 30)}
+	want := make([][]int, len(texts))
+	for i, s := range texts {
+		want[i] = tk.Encode(s, true)
+	}
+	done := make(chan bool)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			defer func() { done <- true }()
+			for k := 0; k < 200; k++ {
+				i := (g + k) % len(texts)
+				if got := tk.Encode(texts[i], true); !reflect.DeepEqual(got, want[i]) {
+					t.Errorf("goroutine %d: %v, want %v", g, got, want[i])
+					return
+				}
+			}
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		<-done
+	}
+}
