@@ -1,0 +1,188 @@
+package cost
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Profile is one device: its peak rates, memory and interconnect. GPU profiles carry the
+// vendor's datasheet numbers (Source says which) and an efficiency factor per resource,
+// because no real kernel reaches the peak; CPU profiles written by Calibrate carry measured
+// rates per thread count instead, both the raw machine (a plain memory sweep, an FMA loop)
+// and what tokenwise's own kernels achieve on each weight dtype.
+type Profile struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"` // "gpu" or "cpu"
+	Source string `json:"source"`
+	// PeakTFLOPS is dense (not 2:4 sparse) peak throughput in 10¹² operations per second,
+	// keyed by compute type: fp32, tf32, fp16, bf16, fp8, int8.
+	PeakTFLOPS   map[string]float64 `json:"peak_tflops"`
+	MemBWGBs     float64            `json:"mem_bw_gb_s"` // 10⁹ bytes per second
+	MemGB        float64            `json:"mem_gb"`      // 10⁹ bytes
+	Interconnect Interconnect       `json:"interconnect"`
+	// ComputeEfficiency and MemoryEfficiency scale the peaks to what a tuned engine
+	// achieves: large GEMMs in serving reach ~60% of the tensor-core peak, decode GEMVs
+	// ~80% of the HBM bandwidth.
+	ComputeEfficiency float64 `json:"compute_efficiency"`
+	MemoryEfficiency  float64 `json:"memory_efficiency"`
+	// Calibration holds measured rates, one entry per thread count (CPU profiles).
+	Calibration []ThreadRates `json:"calibration,omitempty"`
+}
+
+// Interconnect is how devices of this kind talk to each other.
+type Interconnect struct {
+	Name string  `json:"name"`
+	GBs  float64 `json:"gb_s"` // per-device, one direction
+	// LatencyUs is the fixed cost of one collective (all-reduce) step.
+	LatencyUs float64 `json:"latency_us"`
+}
+
+// ThreadRates is what Calibrate measured with a given number of threads.
+type ThreadRates struct {
+	Threads int `json:"threads"`
+	// ReadGBs is a plain sum over a large array: the machine's read bandwidth.
+	ReadGBs float64 `json:"read_gb_s"`
+	// FMAGFLOPS is a register-only loop of fused multiply-adds (f32).
+	FMAGFLOPS float64 `json:"fma_gflops"`
+	// Kernels are tokenwise's own kernels on each weight dtype: the decode product
+	// (matrix×vector, as bytes of weight read per second) and the prefill product
+	// (matrix×matrix, as FLOP/s).
+	Kernels map[string]KernelRates `json:"kernels,omitempty"`
+}
+
+// KernelRates are measured rates of the project's kernels on one weight dtype.
+type KernelRates struct {
+	GEMVGBs    float64 `json:"gemv_gb_s"`
+	GEMMGFLOPS float64 `json:"gemm_gflops"`
+}
+
+//go:embed profiles/*.json
+var profileFS embed.FS
+
+// Profiles lists the names of the shipped profiles.
+func Profiles() []string {
+	entries, _ := fs.ReadDir(profileFS, "profiles")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LoadProfile returns a shipped profile by name (h100-sxm, epyc-zen3-2core, ...) or reads
+// a profile file, such as one written by `tokenwise calibrate`.
+func LoadProfile(nameOrFile string) (*Profile, error) {
+	data, err := profileFS.ReadFile(path.Join("profiles", strings.ToLower(nameOrFile)+".json"))
+	src := "profile " + nameOrFile
+	if err != nil {
+		data, err = os.ReadFile(nameOrFile)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("hardware %q: neither a shipped profile (%s) nor a file", nameOrFile, strings.Join(Profiles(), ", "))
+			}
+			return nil, err
+		}
+		src = nameOrFile
+	}
+	var p Profile
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	return &p, nil
+}
+
+// Validate checks that the profile can produce rates.
+func (p *Profile) Validate() error {
+	if p.Kind != "gpu" && p.Kind != "cpu" {
+		return fmt.Errorf("kind %q: want gpu or cpu", p.Kind)
+	}
+	if len(p.Calibration) == 0 {
+		if p.MemBWGBs <= 0 {
+			return fmt.Errorf("mem_bw_gb_s = %g: must be positive", p.MemBWGBs)
+		}
+		if len(p.PeakTFLOPS) == 0 {
+			return errors.New("peak_tflops: empty")
+		}
+		if p.ComputeEfficiency <= 0 || p.ComputeEfficiency > 1 || p.MemoryEfficiency <= 0 || p.MemoryEfficiency > 1 {
+			return fmt.Errorf("efficiencies %g (compute), %g (memory): must be in (0, 1]", p.ComputeEfficiency, p.MemoryEfficiency)
+		}
+	}
+	for i, c := range p.Calibration {
+		if c.Threads <= 0 || c.ReadGBs <= 0 || c.FMAGFLOPS <= 0 {
+			return fmt.Errorf("calibration[%d]: threads, read_gb_s and fma_gflops must be positive", i)
+		}
+	}
+	return nil
+}
+
+// Rates are the effective rates the roofline uses for one weight dtype.
+type Rates struct {
+	FLOPS    float64 `json:"flops"`     // FLOP/s for the products
+	WeightBW float64 `json:"weight_bw"` // bytes/s for streaming weights (decode's matrix×vector)
+	OtherBW  float64 `json:"other_bw"`  // bytes/s for KV cache and activations
+	Threads  int     `json:"threads,omitempty"`
+	Basis    string  `json:"basis"` // where the numbers come from
+}
+
+// Rates picks the rates for weights stored as dt. A calibrated profile uses the entry with
+// the most threads not above threads (threads <= 0: the most measured) and, when it has
+// them, the kernel rates for dt — what tokenwise itself reaches — else the raw machine
+// rates times the efficiencies. Other profiles use peak times efficiency.
+func (p *Profile) Rates(dt Precision, threads int) (Rates, error) {
+	if len(p.Calibration) == 0 {
+		peak, ok := p.PeakTFLOPS[dt.Compute]
+		if !ok || peak <= 0 {
+			return Rates{}, fmt.Errorf("%s: no %s peak for dtype %s", p.Name, dt.Compute, dt.Name)
+		}
+		bw := p.MemBWGBs * 1e9 * p.MemoryEfficiency
+		return Rates{FLOPS: peak * 1e12 * p.ComputeEfficiency, WeightBW: bw, OtherBW: bw,
+			Basis: fmt.Sprintf("datasheet peak × efficiency (compute %.2f, memory %.2f)", p.ComputeEfficiency, p.MemoryEfficiency)}, nil
+	}
+	c := p.Calibration[0]
+	for _, e := range p.Calibration {
+		if (threads <= 0 || e.Threads <= threads) && e.Threads >= c.Threads {
+			c = e
+		}
+	}
+	if threads > 0 && c.Threads > threads {
+		return Rates{}, fmt.Errorf("%s: no calibration at %d threads or fewer", p.Name, threads)
+	}
+	ce, me := p.ComputeEfficiency, p.MemoryEfficiency
+	if ce <= 0 {
+		ce = 1
+	}
+	if me <= 0 {
+		me = 1
+	}
+	r := Rates{FLOPS: c.FMAGFLOPS * 1e9 * ce, WeightBW: c.ReadGBs * 1e9 * me, OtherBW: c.ReadGBs * 1e9 * me, Threads: c.Threads,
+		Basis: fmt.Sprintf("calibrated machine peaks at %d threads × efficiency (compute %.2f, memory %.2f)", c.Threads, ce, me)}
+	if k, ok := c.Kernels[dt.Name]; ok && k.GEMVGBs > 0 && k.GEMMGFLOPS > 0 {
+		r.FLOPS, r.WeightBW = k.GEMMGFLOPS*1e9, k.GEMVGBs*1e9
+		r.Basis = fmt.Sprintf("calibrated tokenwise kernels (%s) at %d threads", dt.Name, c.Threads)
+		if f, ok := c.Kernels["f32"]; ok && f.GEMVGBs > 0 {
+			r.OtherBW = f.GEMVGBs * 1e9 // the KV cache is f32 and read by the same loops
+		}
+	}
+	return r, nil
+}
+
+// Time is the roofline time of w: compute and memory overlap, so the slower one decides.
+func (r Rates) Time(w Work) (seconds, compute, memory float64) {
+	compute = w.FLOPs / r.FLOPS
+	memory = w.WeightBytes/r.WeightBW + (w.Bytes()-w.WeightBytes)/r.OtherBW
+	return max(compute, memory), compute, memory
+}
+
+// MemBytes is the device memory in bytes (0 if unknown).
+func (p *Profile) MemBytes() float64 { return p.MemGB * 1e9 }
