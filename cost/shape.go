@@ -38,8 +38,8 @@ type Shape struct {
 	QKNorm           bool   `json:"qk_norm,omitempty"`
 	MaxPositions     int    `json:"max_positions,omitempty"`
 	TorchDType       string `json:"torch_dtype,omitempty"`
-	Experts          int    `json:"num_experts,omitempty"`          // routed experts per MoE layer; 0 = dense
-	ExpertsPerTok    int    `json:"num_experts_per_tok,omitempty"`  // routed experts each token uses
+	Experts          int    `json:"num_experts,omitempty"`           // routed experts per MoE layer; 0 = dense
+	ExpertsPerTok    int    `json:"num_experts_per_tok,omitempty"`   // routed experts each token uses
 	MoEIntermediate  int    `json:"moe_intermediate_size,omitempty"` // width of one expert's MLP
 	SharedExpertSize int    `json:"shared_expert_intermediate_size,omitempty"`
 	DenseLayers      int    `json:"dense_layers,omitempty"` // leading layers with a dense MLP in a MoE model
