@@ -1,5 +1,7 @@
 package pattern
 
+import "unicode/utf8"
+
 // Hand-written matchers for the pre-tokenizer patterns of the common model
 // families. Each one computes, at a position, the end of the match the regex
 // would find there, following the regex's ordered alternation and
@@ -69,6 +71,32 @@ func contraction(s string, i int, fold bool) int {
 		}
 	}
 	return -1
+}
+
+// asciiLetters returns the end of the run of ASCII letters from i.
+func asciiLetters(s string, i int) int {
+	for i < len(s) && (s[i]|0x20)-'a' < 26 {
+		i++
+	}
+	return i
+}
+
+// asciiWordEnd is the fast path shared by the matchers for the commonest
+// piece, an optional ASCII prefix byte and a run of ASCII letters ending
+// before an ASCII byte that is not a letter (or at the end). When the piece
+// starting at i has that shape and whole-run letters decide the match, it
+// returns the run's end; otherwise -1 and the caller takes the general path.
+// prefix reports whether s[i] may be taken as the optional prefix.
+func asciiWordEnd(s string, i int, prefix bool) int {
+	x := i
+	if prefix {
+		x++
+	}
+	e := asciiLetters(s, x)
+	if e == x || e < len(s) && s[e] >= utf8.RuneSelf {
+		return -1
+	}
+	return e
 }
 
 // runEnd returns the end of the run of runes from i whose class has any bit
@@ -171,6 +199,11 @@ func gpt2Next(s string, i int) int {
 			return e
 		}
 	}
+	if b == ' ' || (b|0x20)-'a' < 26 {
+		if e := asciiWordEnd(s, i, b == ' '); e > 0 {
+			return e // ` ?\p{L}+` over ASCII letters
+		}
+	}
 	c, n := byteClass[s[i]], 1
 	if c&cMulti != 0 {
 		c, n = classMulti(s, i)
@@ -219,6 +252,12 @@ func llamaNext(s string, i int, maxDigits int) int {
 	b := s[i]
 	if b == '\'' {
 		if e := contraction(s, i, true); e > 0 {
+			return e
+		}
+	}
+	if c := byteClass[b]; c&(cN|cMulti) == 0 && b != '\r' && b != '\n' {
+		// `[^\r\n\p{L}\p{N}]?\p{L}+` over ASCII letters.
+		if e := asciiWordEnd(s, i, c&cL == 0); e > 0 {
 			return e
 		}
 	}
@@ -343,13 +382,43 @@ func classAt(s string, i int) uint8 {
 
 func o200kNext(s string, i int, contractions bool, maxDigits int) int {
 	b := s[i]
+	if c := byteClass[b]; c&(cN|cMulti) == 0 && b != '\r' && b != '\n' {
+		// Over ASCII letters the word alternatives reduce to [A-Z]*[a-z]*
+		// (upper case is Lu only, lower case Ll only: [A-Z]+ with no
+		// lower case after it fails the first and the second takes it).
+		x := i
+		if c&cL == 0 {
+			x++
+		}
+		e := x
+		for e < len(s) && s[e]-'A' < 26 {
+			e++
+		}
+		for e < len(s) && s[e]-'a' < 26 {
+			e++
+		}
+		if e > x && (e == len(s) || s[e] < utf8.RuneSelf) {
+			if contractions && e < len(s) && s[e] == '\'' {
+				if k := contraction(s, e, true); k > 0 {
+					return k
+				}
+			}
+			return e
+		}
+	}
 	c, n := byteClass[s[i]], 1
 	if c&cMulti != 0 {
 		c, n = classMulti(s, i)
 	}
 	j := i + n
 	prefix := c&(cL|cN) == 0 && b != '\r' && b != '\n' && j < len(s)
+	if prefix && classAt(s, j)&(cUp|cLw) == 0 {
+		prefix = false // a word alternative cannot start at j
+	}
 	for _, second := range [2]bool{false, true} {
+		if !prefix && c&(cUp|cLw) == 0 {
+			break
+		}
 		if prefix {
 			if e := o200kWord(s, j, second, contractions); e >= 0 {
 				return e
