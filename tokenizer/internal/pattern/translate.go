@@ -37,7 +37,13 @@ import (
 //
 // Rejected: negated or POSIX classes nested in a class, && intersections,
 // \P{X} inside a class for an X Go has no table for, and the escapes
-// \K \X \y \Y \g \O.
+// \K \X \y \Y \g \O. regexp2 itself rejects Oniguruma-only property names
+// such as \p{Alpha}.
+//
+// Known differences left (none in the patterns of real tokenizer.json files):
+// (?i) in Oniguruma also applies multi-character and title-case folds
+// ((?i)straße matches STRASSE, (?i)ǅ matches Ǆ and ǆ), and scripts such as
+// \p{Han} stay at Go's Unicode version.
 func translate(expr string) (string, error) {
 	word := wordItems
 	var b strings.Builder
