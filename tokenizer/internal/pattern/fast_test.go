@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -156,6 +157,21 @@ func TestConcurrentUse(t *testing.T) {
 			if got := <-done; !sameRanges(got, want) {
 				t.Errorf("%q: concurrent FindAll differs", expr)
 			}
+		}
+	}
+}
+
+// TestCompileErrors checks that bad and unsupported patterns fail with an
+// error naming the pattern, instead of matching something else.
+func TestCompileErrors(t *testing.T) {
+	for _, expr := range []string{`(`, `[a`, `a{2,1}`, `\`, `[a&&b]`, `[a[^b]]`, `[[:alpha:]]`, `a\Kb`, `\X`, `[\P{NoSuchProperty}]`} {
+		m, err := Compile(expr)
+		if err == nil {
+			t.Errorf("Compile(%q) = %T, want an error", expr, m)
+			continue
+		}
+		if !strings.Contains(err.Error(), fmt.Sprintf("%q", expr)) {
+			t.Errorf("Compile(%q) error %q does not name the pattern", expr, err)
 		}
 	}
 }

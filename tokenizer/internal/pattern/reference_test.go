@@ -103,8 +103,8 @@ func TestReferenceKnownPatterns(t *testing.T) {
 		}
 	}
 	r := newRand(1)
-	for i := 0; i < 300; i++ {
-		s := strings.ToValidUTF8(randomText(r, 1+r.IntN(40)), "")
+	for i := 0; i < 1000; i++ {
+		s := strings.ToValidUTF8(randomText(r, 1+r.IntN(60)), "")
 		inputs = append(inputs, s)
 	}
 	exprs := []string{
