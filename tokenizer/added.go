@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode/utf8"
 )
 
@@ -27,8 +28,9 @@ type addedVocab struct {
 // in turn and keeps the longest token beginning there; the root table rejects most positions
 // with one load, which is all plain text costs.
 type trie struct {
-	root  [256]int32 // child of the root per byte, 0 = none
-	nodes []trieNode
+	root      [256]int32 // child of the root per byte, 0 = none
+	nodes     []trieNode
+	onlyFirst int // the one byte every token starts with, or -1
 }
 
 type trieNode struct {
@@ -42,12 +44,18 @@ type trieEdge struct {
 }
 
 func newTrie() *trie {
-	return &trie{nodes: []trieNode{{tok: -1}}}
+	return &trie{nodes: []trieNode{{tok: -1}}, onlyFirst: -2}
 }
 
 func (t *trie) insert(s string, tok int) {
 	if s == "" {
 		return
+	}
+	switch {
+	case t.onlyFirst == -2:
+		t.onlyFirst = int(s[0])
+	case t.onlyFirst != int(s[0]):
+		t.onlyFirst = -1
 	}
 	cur := int32(0)
 	for i := 0; i < len(s); i++ {
@@ -108,7 +116,15 @@ func (av *addedVocab) splitAdded(sp span, tr *trie, dst []span) []span {
 	}
 	startOffset := 0
 	for i := 0; i < len(s); {
-		if tr.root[s[i]] == 0 {
+		if tr.onlyFirst >= 0 {
+			// All tokens start with the same byte ('<' in most files): let IndexByte, which
+			// is vectorized, skip the plain text.
+			k := strings.IndexByte(s[i:], byte(tr.onlyFirst))
+			if k < 0 {
+				break
+			}
+			i += k
+		} else if tr.root[s[i]] == 0 {
 			i++
 			continue
 		}
