@@ -1,0 +1,256 @@
+package cost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/formats/gguf"
+	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/kernels"
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/tensor"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+// BenchOptions say what Bench runs.
+type BenchOptions struct {
+	PromptTokens int // prompt length of the prefill (default 128)
+	GenTokens    int // decode steps (default 32)
+	Threads      int // kernel threads (0: one per CPU)
+	Repeats      int // timed generations; the median is reported (default 3)
+	Warmup       int // untimed generations first (default 1)
+	Log          io.Writer
+}
+
+// BenchResult is one model's measured speed. Rates are medians over the repeats.
+type BenchResult struct {
+	Model        string  `json:"model"`
+	DType        string  `json:"dtype"` // the dtype holding most weight bytes
+	Threads      int     `json:"threads"`
+	PromptTokens int     `json:"prompt_tokens"`
+	GenTokens    int     `json:"gen_tokens"`
+	Repeats      int     `json:"repeats"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	// DecodeGBs is the bytes one decode step must read — every weight tensor as stored
+	// (the embedding table only when it is also the LM head) and the KV cache so far —
+	// times steps per second.
+	DecodeGBs       float64   `json:"decode_gb_s"`
+	PrefillGFLOPS   float64   `json:"prefill_gflop_s"`
+	DecodeGFLOPS    float64   `json:"decode_gflop_s"`
+	WeightBytesStep float64   `json:"weight_bytes_per_step"`
+	KVBytesStep     float64   `json:"kv_bytes_per_step"` // mean over the steps
+	DecodeMsPerStep float64   `json:"decode_ms_per_step"`
+	LMHeadMsPerStep float64   `json:"lm_head_ms_per_step"`
+	LMHeadShare     float64   `json:"lm_head_share"` // LM-head product time / decode step time
+	PrefillRunsTokS []float64 `json:"prefill_runs_tok_s"`
+	DecodeRunsTokS  []float64 `json:"decode_runs_tok_s"`
+}
+
+// Bench measures prefill and decode of the model at path with the engine's generation
+// loop, which times the two phases (engine.Timing): prompt ids are fixed pseudo-random
+// tokens, decoding is greedy and ignores EOS, so every run does exactly GenTokens steps.
+//
+// The LM head's share is measured by running the same matrix×vector kernel the model uses
+// on the model's own head weights, GenTokens times, with the same thread count: the
+// model does not expose per-part timers.
+func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOptions) (*BenchResult, error) {
+	if o.PromptTokens <= 0 {
+		o.PromptTokens = 128
+	}
+	if o.GenTokens <= 0 {
+		o.GenTokens = 32
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = 3
+	}
+	if o.Warmup < 0 {
+		o.Warmup = 0
+	}
+	logf := func(format string, a ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format, a...)
+		}
+	}
+	m, err := model.Load(path, model.Options{Threads: o.Threads})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	cfg := m.Config()
+	if need := o.PromptTokens + o.GenTokens + 1; need > cfg.MaxPositions {
+		return nil, fmt.Errorf("%s: %d prompt + %d generated tokens exceed the context (%d)", path, o.PromptTokens, o.GenTokens, cfg.MaxPositions)
+	}
+	vocab := min(cfg.VocabSize, tok.VocabSize())
+	rng := rand.New(rand.NewPCG(7, 11))
+	ids := make([]int, o.PromptTokens)
+	for i := range ids {
+		ids[i] = rng.IntN(vocab)
+	}
+	gen := func(steps int) (*engine.Result, error) {
+		res, err := engine.Generate(ctx, m, tok, ids, engine.Options{MaxTokens: steps + 1, IgnoreEOS: true,
+			MaxContext: o.PromptTokens + o.GenTokens + 1})
+		if err != nil {
+			return nil, err
+		}
+		if res.Timing.DecodeSteps != steps {
+			return nil, fmt.Errorf("bench: %d decode steps, want %d (finish %s)", res.Timing.DecodeSteps, steps, res.FinishReason)
+		}
+		return res, nil
+	}
+	for i := range o.Warmup {
+		if _, err := gen(min(o.GenTokens, 4)); err != nil {
+			return nil, err
+		}
+		logf("warmup %d done\n", i+1)
+	}
+	r := &BenchResult{Model: path, PromptTokens: o.PromptTokens, GenTokens: o.GenTokens, Repeats: o.Repeats}
+	for i := range o.Repeats {
+		res, err := gen(o.GenTokens)
+		if err != nil {
+			return nil, err
+		}
+		r.PrefillRunsTokS = append(r.PrefillRunsTokS, res.Timing.PrefillTokS)
+		r.DecodeRunsTokS = append(r.DecodeRunsTokS, res.Timing.DecodeTokS)
+		logf("run %d: prefill %.1f tok/s, decode %.2f tok/s\n", i+1, res.Timing.PrefillTokS, res.Timing.DecodeTokS)
+	}
+	r.PrefillTokS, r.DecodeTokS = median(r.PrefillRunsTokS), median(r.DecodeRunsTokS)
+
+	// What a step reads and computes.
+	w, err := openWeights(path)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	var head tensor.Info
+	var ok bool
+	for _, name := range []string{"lm_head.weight", "output.weight", "model.embed_tokens.weight", "token_embd.weight"} {
+		if head, ok = w.tensor(name); ok {
+			break
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: no LM head or embedding tensor", path)
+	}
+	byDType := map[string]float64{}
+	for _, t := range w.tensors {
+		byDType[t.DType.String()] += float64(len(t.Data))
+		r.WeightBytesStep += float64(len(t.Data))
+		isEmbed := t.Name == "model.embed_tokens.weight" || t.Name == "token_embd.weight"
+		if isEmbed && t.Name != head.Name {
+			r.WeightBytesStep -= float64(len(t.Data)) // a lookup reads one row, not the table
+		}
+	}
+	for d, b := range byDType {
+		if b > byDType[r.DType] || r.DType == "" {
+			r.DType = strings.ToLower(d)
+		}
+	}
+	shape := FromModelConfig(cfg)
+	f32 := precisions["f32"]
+	meanCtx := float64(o.PromptTokens) + float64(o.GenTokens-1)/2
+	r.KVBytesStep = (meanCtx + 2) * shape.KVBytesPerToken(f32) // read ctx+1, write 1
+	r.DecodeGBs = (r.WeightBytesStep + r.KVBytesStep) * r.DecodeTokS / 1e9
+	pf := shape.Prefill(o.PromptTokens, 1, f32, f32, f32)
+	r.PrefillGFLOPS = pf.FLOPs / (float64(o.PromptTokens) / r.PrefillTokS) / 1e9
+	var decFLOPs float64
+	for j := range o.GenTokens {
+		decFLOPs += shape.DecodeStep(o.PromptTokens+j, 1, f32, f32, f32).FLOPs
+	}
+	r.DecodeGFLOPS = decFLOPs / float64(o.GenTokens) * r.DecodeTokS / 1e9
+	r.DecodeMsPerStep = 1000 / r.DecodeTokS
+
+	// The LM head alone: the same kernel on the same bytes, as many steps, same threads.
+	hm, err := kernels.NewMat(head.DType, cfg.VocabSize, cfg.HiddenSize, head.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", path, head.Name, err)
+	}
+	pool := kernels.NewPool(o.Threads)
+	defer pool.Close()
+	r.Threads = pool.Threads()
+	scratch := kernels.NewScratch(pool.Threads())
+	x := make([]float32, cfg.HiddenSize)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	logits := make([]float32, cfg.VocabSize)
+	kernels.MatVec(pool, logits, &hm, x, scratch) // warm
+	var perStep []float64
+	for range o.Repeats {
+		start := time.Now()
+		for range o.GenTokens {
+			kernels.MatVec(pool, logits, &hm, x, scratch)
+		}
+		perStep = append(perStep, time.Since(start).Seconds()*1000/float64(o.GenTokens))
+	}
+	r.LMHeadMsPerStep = median(perStep)
+	r.LMHeadShare = r.LMHeadMsPerStep / r.DecodeMsPerStep
+	return r, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// weights is every tensor of a model file, for byte accounting.
+type weights struct {
+	tensors []tensor.Info
+	close   func() error
+}
+
+func (w *weights) tensor(name string) (tensor.Info, bool) {
+	for _, t := range w.tensors {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return tensor.Info{}, false
+}
+
+func openWeights(path string) (*weights, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		if !strings.EqualFold(filepath.Ext(path), ".gguf") {
+			return nil, fmt.Errorf("%s: not a model folder or a .gguf file", path)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return &weights{tensors: f.Tensors(), close: f.Close}, nil
+	}
+	m, err := safetensors.OpenModel(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &weights{close: m.Close}
+	for _, n := range m.Names() {
+		t, ok := m.Tensor(n)
+		if !ok {
+			return nil, errors.Join(fmt.Errorf("%s: tensor %q listed but not found", path, n), m.Close())
+		}
+		t.Name = n
+		w.tensors = append(w.tensors, t)
+	}
+	return w, nil
+}

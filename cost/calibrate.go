@@ -1,0 +1,346 @@
+package cost
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tokenwise/tokenwise/kernels"
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// CalibrateOptions say what Calibrate measures.
+type CalibrateOptions struct {
+	Name    string
+	Threads []int // thread counts to measure; empty: 1 and every CPU
+	// ReadMiB is the array size for the bandwidth sweep and the matrix size for the
+	// matrix×vector kernels: it must be well beyond the last-level cache (server L3s reach
+	// hundreds of MiB), or the "memory" bandwidth is the cache's.
+	ReadMiB int
+	DTypes  []string  // weight dtypes for the kernel measurements; empty: f32 f16 bf16 q8_0 q4_0
+	Repeats int       // best of this many timings per number (default 5)
+	Log     io.Writer // progress; nil: none
+}
+
+// Calibrate measures this machine into a CPU profile: for each thread count the read
+// bandwidth (a sum over a large array), the FMA peak (a register-only loop) and the rates
+// tokenwise's kernels reach on each weight dtype — matrix×vector as weight bytes per
+// second (decode) and matrix×matrix as FLOP/s (prefill). Predictions use the kernel rates:
+// the raw peaks say how far the kernels are from the machine.
+func Calibrate(o CalibrateOptions) (*Profile, error) {
+	if len(o.Threads) == 0 {
+		o.Threads = []int{1}
+		if n := runtime.NumCPU(); n > 1 {
+			o.Threads = append(o.Threads, n)
+		}
+	}
+	if o.ReadMiB <= 0 {
+		o.ReadMiB = 1024
+	}
+	if len(o.DTypes) == 0 {
+		o.DTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0"}
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = 5
+	}
+	logf := func(format string, a ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format, a...)
+		}
+	}
+	for _, t := range o.Threads {
+		if t <= 0 {
+			return nil, fmt.Errorf("calibrate: thread count %d: must be positive", t)
+		}
+	}
+	for _, d := range o.DTypes {
+		if _, err := kernelDType(d); err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+	}
+	cpuName := cpuModel()
+	p := &Profile{
+		Name: o.Name, Kind: "cpu",
+		Source: fmt.Sprintf("tokenwise calibrate on %s, %d CPUs, %s/%s, %s, %s", cpuName, runtime.NumCPU(),
+			runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC")),
+		MemGB:             memTotalGB(),
+		Interconnect:      Interconnect{Name: "none"},
+		ComputeEfficiency: 1, MemoryEfficiency: 1,
+	}
+	if p.Name == "" {
+		p.Name = "this-machine"
+	}
+
+	words := make([]uint64, o.ReadMiB<<20/8)
+	for i := range words {
+		words[i] = uint64(i) // touch every page so the sweep measures memory, not page faults
+	}
+	for _, t := range o.Threads {
+		tr := ThreadRates{Threads: t, Kernels: map[string]KernelRates{}}
+		tr.ReadGBs = best(o.Repeats, func() float64 { return readGBs(words, t) })
+		var isa string
+		tr.FMAGFLOPS = best(o.Repeats, func() float64 {
+			g, i := fmaGFLOPS(t)
+			isa = i
+			return g
+		})
+		logf("threads %d: read %.1f GB/s, FMA %.1f GFLOP/s (%s)\n", t, tr.ReadGBs, tr.FMAGFLOPS, isa)
+		p.Calibration = append(p.Calibration, tr)
+	}
+	words = nil
+	for _, d := range o.DTypes {
+		dt, _ := kernelDType(d)
+		gemv, err := newBench(dt, o.ReadMiB)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", d, err)
+		}
+		for i, t := range o.Threads {
+			pool := kernels.NewPool(t)
+			s := kernels.NewScratch(pool.Threads())
+			k := KernelRates{
+				GEMVGBs:    best(o.Repeats, func() float64 { return gemv.gemvGBs(pool, s) }),
+				GEMMGFLOPS: best(max(2, o.Repeats/2), func() float64 { return gemv.gemmGFLOPS(pool, s) }),
+			}
+			pool.Close()
+			p.Calibration[i].Kernels[d] = k
+			logf("threads %d: %-4s kernels: matvec %.1f GB/s, matmul %.1f GFLOP/s\n", t, d, k.GEMVGBs, k.GEMMGFLOPS)
+		}
+		runtime.GC()
+	}
+	last := p.Calibration[len(p.Calibration)-1]
+	p.MemBWGBs = last.ReadGBs
+	p.PeakTFLOPS = map[string]float64{}
+	for _, k := range []string{"fp32", "fp16", "bf16", "fp8", "int8"} {
+		p.PeakTFLOPS[k] = last.FMAGFLOPS / 1000 // every dtype is widened to f32 for the multiply
+	}
+	return p, p.Validate()
+}
+
+func kernelDType(name string) (tensor.DType, error) {
+	switch name {
+	case "f32":
+		return tensor.F32, nil
+	case "f16":
+		return tensor.F16, nil
+	case "bf16":
+		return tensor.BF16, nil
+	case "q8_0":
+		return tensor.Q8_0, nil
+	case "q4_0":
+		return tensor.Q4_0, nil
+	}
+	return 0, fmt.Errorf("dtype %q: the kernels are measured for f32, f16, bf16, q8_0, q4_0", name)
+}
+
+// best is the highest of n measurements: on a shared machine the noise only ever slows a
+// run down, so the maximum is the closest to what the hardware does.
+func best(n int, f func() float64) float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = f()
+	}
+	return slices.Max(v)
+}
+
+var sinkWords uint64
+
+// readGBs sums the array in `threads` contiguous parts at once.
+func readGBs(words []uint64, threads int) float64 {
+	var wg sync.WaitGroup
+	sums := make([]uint64, threads)
+	per := len(words) / threads
+	start := time.Now()
+	for t := range threads {
+		wg.Add(1)
+		go func(t int) {
+			defer wg.Done()
+			sums[t] = sumWords(words[t*per : (t+1)*per])
+		}(t)
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	for _, s := range sums {
+		sinkWords += s
+	}
+	return float64(per*threads*8) / el / 1e9
+}
+
+// sumWords adds 64-bit words in eight independent chains, so the loop issues loads as
+// fast as the core can and the memory system, not the adder, is the limit.
+func sumWords(w []uint64) uint64 {
+	var s0, s1, s2, s3, s4, s5, s6, s7 uint64
+	i := 0
+	for ; i+8 <= len(w); i += 8 {
+		b := w[i : i+8 : i+8]
+		s0 += b[0]
+		s1 += b[1]
+		s2 += b[2]
+		s3 += b[3]
+		s4 += b[4]
+		s5 += b[5]
+		s6 += b[6]
+		s7 += b[7]
+	}
+	for ; i < len(w); i++ {
+		s0 += w[i]
+	}
+	return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+}
+
+// fmaGFLOPS runs the FMA loop on `threads` goroutines, each locked to its own OS thread.
+func fmaGFLOPS(threads int) (float64, string) {
+	const iters = 20_000_000
+	var wg sync.WaitGroup
+	var isa string
+	flops := make([]float64, threads)
+	start := time.Now()
+	for t := range threads {
+		wg.Add(1)
+		go func(t int) {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			f, i := fmaLoop(iters)
+			flops[t] = f
+			if t == 0 {
+				isa = i
+			}
+		}(t)
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	var total float64
+	for _, f := range flops {
+		total += f
+	}
+	return total / el / 1e9, isa
+}
+
+// kernelBench holds one weight matrix per dtype for the kernel measurements.
+type kernelBench struct {
+	big      kernels.Mat // ReadMiB of weights: the decode product streams it from memory
+	small    kernels.Mat // the prefill product's weights (stays in cache, as a model's layer does)
+	x, out   []float32
+	xs, outs []float32
+	tokens   int
+}
+
+// newBench builds the matrices from one random row repeated: the bytes streamed are what
+// matter, and repeating a row keeps setup fast for half a gigabyte.
+func newBench(dt tensor.DType, mib int) (*kernelBench, error) {
+	const cols = 2048
+	rowBytes, err := dt.BytesFor(cols)
+	if err != nil {
+		return nil, err
+	}
+	row, err := randomRow(dt, cols)
+	if err != nil {
+		return nil, err
+	}
+	rows := max(4, (mib<<20)/rowBytes/4*4)
+	data := make([]byte, rows*rowBytes)
+	for r := range rows {
+		copy(data[r*rowBytes:], row)
+	}
+	b := &kernelBench{tokens: 128}
+	if b.big, err = kernels.NewMat(dt, rows, cols, data); err != nil {
+		return nil, err
+	}
+	const smallRows = 2048
+	if b.small, err = kernels.NewMat(dt, smallRows, cols, data[:smallRows*rowBytes]); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.x = make([]float32, cols)
+	for i := range b.x {
+		b.x[i] = float32(rng.NormFloat64())
+	}
+	b.out = make([]float32, rows)
+	b.xs = make([]float32, b.tokens*cols)
+	for i := range b.xs {
+		b.xs[i] = float32(rng.NormFloat64())
+	}
+	b.outs = make([]float32, b.tokens*smallRows)
+	return b, nil
+}
+
+// randomRow is one row of N(0, 0.02²) weights in dt. Quantized rows are built directly
+// (an f16 scale, then the codes), so they do not need a quantizer.
+func randomRow(dt tensor.DType, cols int) ([]byte, error) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	n, err := dt.BytesFor(cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	switch dt {
+	case tensor.F32, tensor.F16, tensor.BF16:
+		v := make([]float32, cols)
+		for i := range v {
+			v[i] = float32(0.02 * rng.NormFloat64())
+		}
+		return out, tensor.Quantize(dt, v, out)
+	case tensor.Q8_0, tensor.Q4_0:
+		bs := dt.BlockBytes()
+		scale := tensor.F32ToF16(0.001)
+		for b := 0; b < n; b += bs {
+			out[b], out[b+1] = byte(scale), byte(scale>>8)
+			for i := b + 2; i < b+bs; i++ {
+				out[i] = byte(rng.Uint32())
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("dtype %v: no random row", dt)
+}
+
+func (b *kernelBench) gemvGBs(p *kernels.Pool, s *kernels.Scratch) float64 {
+	start := time.Now()
+	kernels.MatVec(p, b.out, &b.big, b.x, s)
+	return float64(len(b.big.Data)) / time.Since(start).Seconds() / 1e9
+}
+
+func (b *kernelBench) gemmGFLOPS(p *kernels.Pool, s *kernels.Scratch) float64 {
+	start := time.Now()
+	kernels.MatMul(p, b.outs, &b.small, b.xs, b.tokens, s)
+	flops := 2 * float64(b.tokens) * float64(b.small.Rows) * float64(b.small.Cols)
+	return flops / time.Since(start).Seconds() / 1e9
+}
+
+// cpuModel is /proc/cpuinfo's model name where there is one.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH + " CPU"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH + " CPU"
+}
+
+// memTotalGB is /proc/meminfo's MemTotal in 10⁹ bytes (0 where unknown).
+func memTotalGB() float64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var kb float64
+		if _, err := fmt.Sscanf(line, "MemTotal: %g kB", &kb); err == nil {
+			return kb * 1024 / 1e9
+		}
+	}
+	return 0
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokenwise/tokenwise/cost"
+)
+
+type benchFlags struct {
+	model   string
+	prompt  int
+	gen     int
+	threads int
+	repeats int
+	warmup  int
+	jsonOut bool
+}
+
+func newBenchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench --model PATH",
+		Short: "Measure prefill and decode throughput, effective bandwidth and the LM head's share",
+		Long: `Bench runs the engine's generation loop on fixed pseudo-random prompt ids (greedy, EOS
+ignored, so every run decodes exactly --gen-tokens steps) after --warmup untimed runs, and
+reports the median over --repeats runs of:
+  prefill tok/s  prompt tokens / prefill time (one batched pass, first token sampled)
+  decode tok/s   decode steps / decode time
+  decode GB/s    bytes one step must read (every weight tensor as stored, the embedding
+                 table only when it is the LM head, plus the KV cache) × steps per second
+  GFLOP/s        counted by the cost model over the same shape
+  lm_head_share  the LM head's matrix×vector (same kernel, the model's own head weights,
+                 same threads, timed over as many steps) over the decode step time
+PATH is a Hugging Face folder with tokenizer.json, or a .gguf file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model: a Hugging Face folder or a .gguf file")
+	fl.IntVar(&f.prompt, "prompt-tokens", 128, "prompt length")
+	fl.IntVar(&f.gen, "gen-tokens", 32, "decode steps")
+	fl.IntVar(&f.threads, "threads", 0, "compute threads (0: one per CPU)")
+	fl.IntVar(&f.repeats, "repeats", 3, "timed runs (the median is reported)")
+	fl.IntVar(&f.warmup, "warmup", 1, "untimed runs first")
+	fl.BoolVar(&f.jsonOut, "json", false, `print {"prefill_tok_s","decode_tok_s","decode_gb_s","lm_head_share",...}`)
+	return cmd
+}
+
+func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error {
+	if f.model == "" {
+		return errors.New("bench: --model is required")
+	}
+	if f.prompt <= 0 || f.gen <= 0 || f.repeats <= 0 || f.warmup < 0 {
+		return fmt.Errorf("bench: --prompt-tokens %d, --gen-tokens %d, --repeats %d must be positive, --warmup %d not negative", f.prompt, f.gen, f.repeats, f.warmup)
+	}
+	tok, err := loadModelTokenizer(f.model)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r, err := cost.Bench(ctx, f.model, tok, cost.BenchOptions{
+		PromptTokens: f.prompt, GenTokens: f.gen, Threads: f.threads, Repeats: f.repeats, Warmup: f.warmup, Log: stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if f.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(stdout, "model %s (%s), %d threads, prompt %d, %d decode steps, median of %d\n",
+		r.Model, r.DType, r.Threads, r.PromptTokens, r.GenTokens, r.Repeats)
+	fmt.Fprintf(stdout, "prefill  %9.1f tok/s  %7.2f GFLOP/s\n", r.PrefillTokS, r.PrefillGFLOPS)
+	fmt.Fprintf(stdout, "decode   %9.2f tok/s  %7.2f GFLOP/s  %6.2f GB/s (%.1f MB weights + %.1f MB KV per step)\n",
+		r.DecodeTokS, r.DecodeGFLOPS, r.DecodeGBs, r.WeightBytesStep/1e6, r.KVBytesStep/1e6)
+	fmt.Fprintf(stdout, "LM head  %9.2f ms of %.2f ms per step: %.1f%%\n", r.LMHeadMsPerStep, r.DecodeMsPerStep, 100*r.LMHeadShare)
+	return nil
+}
