@@ -164,7 +164,7 @@ func TestConcurrentUse(t *testing.T) {
 // TestCompileErrors checks that bad and unsupported patterns fail with an
 // error naming the pattern, instead of matching something else.
 func TestCompileErrors(t *testing.T) {
-	for _, expr := range []string{`(`, `[a`, `a{2,1}`, `\`, `[a&&b]`, `[a[^b]]`, `[[:alpha:]]`, `a\Kb`, `\X`, `[\P{NoSuchProperty}]`} {
+	for _, expr := range []string{`(`, `[a`, `a{2,1}`, `\`, `[a&&b]`, `[a[^b]]`, `[[:alpha:]]`, `a\Kb`, `\X`, `[\P{NoSuchProperty}]`, `(?s:a.b)`} {
 		m, err := Compile(expr)
 		if err == nil {
 			t.Errorf("Compile(%q) = %T, want an error", expr, m)

@@ -216,6 +216,7 @@ func TestReferenceConstructs(t *testing.T) {
 		`\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-Ֆ]+`,
 		`\s?[!-/:-~！-／：-～‘-‟　-。]+`, `[一-龥ࠀ-一가-퟿]+`, `[一-龥぀-ゟ゠-ヿ]+`,
 		`[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_` + "`" + `{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+		`(?m:a.b)`, `(?m)a.+`, `a.b`, `(?i-m:A.B)`, `(?-i:a)b`, `(?x: a . b )`, `(?:ab)+`, `(?<n>a)b`,
 		`[]a]+`, `[^]a]+`, `[\[\]]+`, `[\b]`, `a{2,3}|b{2}|c{,2}`, `(a|ab)(c|bcd)`, `a*?b|a++|x*+`, `(?>a+)b`,
 	}
 	texts := []string{
@@ -223,6 +224,7 @@ func TestReferenceConstructs(t *testing.T) {
 		"Hello, world! It's 2024.\nNew line\r\nand\ttabs  here\u3000ok. 中文字符和ひらがなカタカナ 한국어",
 		"Straße STRASSE ǅǆǄ σΣς aab abcd ab ac abbb aaa+ xx a]b[c",
 		"x\u0301\u0903 \u2167\u00bd_ \u0488 é\u20dd 1²³ a\bb",
+		"xa\nbx ab\na\rb\r\n",
 	}
 	var cases []refCase
 	for _, e := range exprs {

@@ -28,6 +28,8 @@ import (
 //
 //   - {,n}: Oniguruma's {0,n}.
 //
+//   - (?m): Ruby's "dot matches newline", .NET's (?s).
+//
 //   - a class nested in a class, [a[bc]]: a union in Oniguruma, flattened.
 //
 //   - \p{L}, \d and the like: Oniguruma (Unicode 16.0) assigns code points
@@ -150,6 +152,23 @@ func translate(expr string) (string, error) {
 		case depth == 0 && c == '{' && i+1 < len(expr) && expr[i+1] == ',':
 			// Oniguruma reads {,n} as {0,n}; .NET as literal text.
 			b.WriteString("{0")
+		case depth == 0 && c == '(' && strings.HasPrefix(expr[i:], "(?"):
+			// Option groups (?imx-imx) and (?imx-imx:...): Ruby's m is .NET's s
+			// (dot matches newline); Ruby has no s option.
+			j := i + 2
+			for j < len(expr) && strings.IndexByte("imsx-", expr[j]) >= 0 {
+				j++
+			}
+			if j == i+2 || j >= len(expr) || expr[j] != ':' && expr[j] != ')' {
+				b.WriteByte(c) // (?: (?= (?<name> and the like
+				break
+			}
+			opts := expr[i+2 : j]
+			if strings.IndexByte(opts, 's') >= 0 {
+				return "", unsupported(i, "option s")
+			}
+			b.WriteString("(?" + strings.ReplaceAll(opts, "m", "s"))
+			i = j - 1
 		case depth == 0 && c == '^':
 			b.WriteString("(?m:^)")
 		case depth == 0 && c == '$':
