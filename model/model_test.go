@@ -219,26 +219,26 @@ func TestPrefillEqualsDecode(t *testing.T) {
 // top two logits, against how much the logits move when the same weights are rounded to f16
 // (what a parity test against another engine on an f16 export must survive).
 func TestRandomWeightsGap(t *testing.T) {
-	for _, name := range []string{"llama-gqa-tied", "llama3-scaled-untied", "qwen2-bias-mqa"} {
-		m32, _, ws := testModel(t, name, tensor.F32, 1)
-		// The same weights rounded to f16.
-		var ws16 []tensor.Info
-		for _, w := range ws {
-			f := make([]float32, w.NumElements())
-			if err := tensor.Dequantize(w.DType, w.Data, f); err != nil {
-				t.Fatal(err)
-			}
-			b := make([]byte, 2*len(f))
-			if err := tensor.Quantize(tensor.F16, f, b); err != nil {
-				t.Fatal(err)
-			}
-			ws16 = append(ws16, tensor.Info{Name: w.Name, DType: tensor.F16, Shape: w.Shape, Data: b})
-		}
-		m16, err := build(m32.cfg, newMemSource(ws16), hfNames, false, Options{Threads: 1})
+	for _, tied := range []bool{true, false} {
+		name := fmt.Sprintf("hidden 256, tied=%v", tied)
+		cfg, err := ParseConfig([]byte(fmt.Sprintf(`{"model_type":"llama","vocab_size":3001,"hidden_size":256,"intermediate_size":512,
+			"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":256,"rms_norm_eps":1e-5,
+			"rope_theta":100000,"tie_word_embeddings":%v}`, tied)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer m16.Close()
+		models := map[tensor.DType]*Model{}
+		for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
+			ws, err := RandomWeights(cfg, 3, dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if models[dt], err = build(cfg, newMemSource(ws), hfNames, false, Options{Threads: 2}); err != nil {
+				t.Fatal(err)
+			}
+			defer models[dt].Close()
+		}
+		m32, m16 := models[tensor.F32], models[tensor.F16]
 		s32, s16 := m32.NewSequence(0), m16.NewSequence(0)
 		l32, _ := m32.Prefill(s32, testPrompt)
 		l16, _ := m16.Prefill(s16, testPrompt)
@@ -269,13 +269,13 @@ func TestRandomWeightsGap(t *testing.T) {
 			minGap = min(minGap, g)
 			sum += g
 		}
-		t.Logf("%s: top-1 minus top-2 logit over 64 steps: mean %.3f, min %.3f; f16 rounding moves logits by at most %.4f",
+		t.Logf("%s: top-1 minus top-2 logit over 64 steps: mean %.3f, min %.3f; f16 weights move logits by at most %.4f",
 			name, sum/float64(len(gaps)), minGap, drift)
-		if repeats > 8 {
+		if repeats > 0 {
 			t.Errorf("%s: greedy decoding repeated the previous token at %d of 64 steps", name, repeats)
 		}
-		if minGap < 4*drift {
-			t.Errorf("%s: smallest top-1/top-2 gap %.4f is within 4× the f16 drift %.4f: greedy parity would be fragile", name, minGap, drift)
+		if minGap < 10*drift {
+			t.Errorf("%s: smallest top-1/top-2 gap %.4f is within 10× the f16 drift %.4f: greedy parity would be fragile", name, minGap, drift)
 		}
 	}
 }

@@ -2,8 +2,10 @@ package model
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -25,20 +27,51 @@ const successorStrength = 0.8
 //     row of token j's successor is α·(g⊙e_j)/rms(g⊙e_j) + sqrt(1−α²)·noise, where e_j is j's
 //     embedding, g the final norm scale and α = 0.8. The residual stream carries the current
 //     token's embedding, so the successor scores about α·hidden/sqrt(2) while the others
-//     score N(0, hidden): the top-1 gap grows like hidden_size, not sqrt(hidden_size)
-//     (TestRandomWeightsGap measures it against the f16 drift). With tied embeddings the
-//     embeddings themselves are drawn along the cycle; the logits are then a symmetric form
-//     in the embeddings, so a token's predecessor scores as high as its successor and the
-//     layers decide between the two.
-//   - The final norm scale g is N(0, 1) rather than near 1, so the current token's own logit,
-//     Σ gᵢeᵢ², averages zero instead of hidden_size.
+//     score N(0, hidden): the top-1 gap grows like hidden_size, not sqrt(hidden_size).
+//   - With tied embeddings the logits are a symmetric form in the embeddings (e_jᵀ·diag(g)·e_cur),
+//     so any token strongly tied to its successor is as strongly tied to its predecessor, and
+//     along a cycle greedy decoding would go back and forth with the layers breaking near-ties.
+//     Tied checkpoints therefore pair tokens instead (the second embedding of each random pair
+//     is the first's successor row): greedy decoding alternates within a pair with a large
+//     gap. Dull text, but the decisions are robust; the logits still depend on every weight.
+//     TestRandomWeightsGap measures both cases against the f16 drift.
+//   - The final norm scale g is a random ±1 per channel rather than near 1, so the current
+//     token's own logit, Σ gᵢeᵢ², is N(0, 3·hidden) instead of hidden_size. (With g ~ N(0, 1)
+//     a successor row's own logit goes with Σ gᵢ³eᵢ², heavy-tailed enough that greedy decoding
+//     got stuck repeating such a token.)
 //   - Projections into a block (q, k, v, gate, up) are N(0, 1/fan_in), so activations stay
 //     near unit scale and attention is neither uniform nor one-hot; projections back into
 //     the residual (o, down) are further scaled by 1/sqrt(2·layers), so the layers add about
-//     as much variance as the embedding and steer which successor wins at some steps.
+//     as much variance as the embedding: they move every logit, rarely the top-1.
 //   - Other norm scales are 1 + N(0, 0.1²) and biases N(0, 0.1²): near their usual values but
 //     not neutral, so a weight that is ignored or misplaced changes the output.
 func RandomWeights(cfg *Config, seed uint64, dt tensor.DType) ([]tensor.Info, error) {
+	r, err := NewRandom(cfg, seed, dt)
+	if err != nil {
+		return nil, err
+	}
+	ts := r.Tensors()
+	for i := range ts {
+		if ts[i].Data, err = r.Data(ts[i].Name); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+// Random produces the tensors of RandomWeights one at a time, so that a checkpoint larger
+// than memory can be streamed to a file. Each tensor has its own random stream, seeded by
+// the seed and its name, so the result does not depend on the order tensors are asked for.
+type Random struct {
+	cfg     *Config
+	seed    uint64
+	dt      tensor.DType
+	tensors []tensor.Info
+	init    map[string][3]float64 // name → mean, std, and 1 for the successor-structured head
+}
+
+// NewRandom describes a random checkpoint for cfg in dtype dt (F32, F16 or BF16).
+func NewRandom(cfg *Config, seed uint64, dt tensor.DType) (*Random, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -47,86 +80,131 @@ func RandomWeights(cfg *Config, seed uint64, dt tensor.DType) ([]tensor.Info, er
 	default:
 		return nil, fmt.Errorf("random weights: dtype %v not supported (f32, f16, bf16)", dt)
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x746f6b656e77))
-	normal := func(n int, mean, std float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(mean + std*rng.NormFloat64())
-		}
-		return v
-	}
-	var out []tensor.Info
-	var err error
-	put := func(name string, shape []int, v []float32) {
-		if err != nil {
-			return
-		}
-		var nb int
-		if nb, err = dt.BytesFor(len(v)); err != nil {
-			return
-		}
-		data := make([]byte, nb)
-		if err = tensor.Quantize(dt, v, data); err != nil {
-			err = fmt.Errorf("%s: %w", name, err)
-			return
-		}
-		out = append(out, tensor.Info{Name: name, DType: dt, Shape: shape, Data: data})
-	}
+	r := &Random{cfg: cfg, seed: seed, dt: dt, init: map[string][3]float64{}}
 	c := cfg
 	hid, inter := c.HiddenSize, c.IntermediateSize
 	q, kv := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	in := func(fanIn int) float64 { return 1 / math.Sqrt(float64(fanIn)) }
 	back := func(fanIn int) float64 { return in(fanIn) / math.Sqrt(float64(2*c.NumLayers)) }
-	matrix := func(name string, rows, cols int, std float64) {
-		put(name, []int{rows, cols}, normal(rows*cols, 0, std))
+	add := func(name string, shape []int, mean, std float64) {
+		r.tensors = append(r.tensors, tensor.Info{Name: name, DType: dt, Shape: shape})
+		r.init[name] = [3]float64{mean, std, 0}
 	}
-	vector := func(name string, n int, mean, std float64) { put(name, []int{n}, normal(n, mean, std)) }
-
-	finalNorm := normal(hid, 0, 1)
-	cycle := rng.Perm(c.VocabSize) // token cycle[i]'s successor is cycle[i+1]
-	var embed, head []float32
-	if c.TieEmbeddings {
-		embed = make([]float32, c.VocabSize*hid)
-		copy(embed[cycle[0]*hid:], normal(hid, 0, 1))
-		for i := 1; i < len(cycle); i++ {
-			successor(embed[cycle[i]*hid:(cycle[i]+1)*hid], embed[cycle[i-1]*hid:(cycle[i-1]+1)*hid], finalNorm, rng)
-		}
-	} else {
-		embed = normal(c.VocabSize*hid, 0, 1)
-		head = make([]float32, c.VocabSize*hid)
-		for i := range cycle {
-			prev := cycle[(i+len(cycle)-1)%len(cycle)]
-			successor(head[cycle[i]*hid:(cycle[i]+1)*hid], embed[prev*hid:(prev+1)*hid], finalNorm, rng)
-		}
-	}
-
-	put("model.embed_tokens.weight", []int{c.VocabSize, hid}, embed)
+	add("model.embed_tokens.weight", []int{c.VocabSize, hid}, 0, 1)
 	for i := range c.NumLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		vector(p+"input_layernorm.weight", hid, 1, 0.1)
-		matrix(p+"self_attn.q_proj.weight", q, hid, in(hid))
-		matrix(p+"self_attn.k_proj.weight", kv, hid, in(hid))
-		matrix(p+"self_attn.v_proj.weight", kv, hid, in(hid))
+		add(p+"input_layernorm.weight", []int{hid}, 1, 0.1)
+		add(p+"self_attn.q_proj.weight", []int{q, hid}, 0, in(hid))
+		add(p+"self_attn.k_proj.weight", []int{kv, hid}, 0, in(hid))
+		add(p+"self_attn.v_proj.weight", []int{kv, hid}, 0, in(hid))
 		if c.AttentionBias {
-			vector(p+"self_attn.q_proj.bias", q, 0, 0.1)
-			vector(p+"self_attn.k_proj.bias", kv, 0, 0.1)
-			vector(p+"self_attn.v_proj.bias", kv, 0, 0.1)
+			add(p+"self_attn.q_proj.bias", []int{q}, 0, 0.1)
+			add(p+"self_attn.k_proj.bias", []int{kv}, 0, 0.1)
+			add(p+"self_attn.v_proj.bias", []int{kv}, 0, 0.1)
 		}
 		if c.Architecture == "qwen3" {
-			vector(p+"self_attn.q_norm.weight", c.HeadDim, 1, 0.1)
-			vector(p+"self_attn.k_norm.weight", c.HeadDim, 1, 0.1)
+			add(p+"self_attn.q_norm.weight", []int{c.HeadDim}, 1, 0.1)
+			add(p+"self_attn.k_norm.weight", []int{c.HeadDim}, 1, 0.1)
 		}
-		matrix(p+"self_attn.o_proj.weight", hid, q, back(q))
-		vector(p+"post_attention_layernorm.weight", hid, 1, 0.1)
-		matrix(p+"mlp.gate_proj.weight", inter, hid, in(hid))
-		matrix(p+"mlp.up_proj.weight", inter, hid, in(hid))
-		matrix(p+"mlp.down_proj.weight", hid, inter, back(inter))
+		add(p+"self_attn.o_proj.weight", []int{hid, q}, 0, back(q))
+		add(p+"post_attention_layernorm.weight", []int{hid}, 1, 0.1)
+		add(p+"mlp.gate_proj.weight", []int{inter, hid}, 0, in(hid))
+		add(p+"mlp.up_proj.weight", []int{inter, hid}, 0, in(hid))
+		add(p+"mlp.down_proj.weight", []int{hid, inter}, 0, back(inter))
 	}
-	put("model.norm.weight", []int{hid}, finalNorm)
+	add("model.norm.weight", []int{hid}, 0, 0) // random signs, see values
 	if !c.TieEmbeddings {
-		put("lm_head.weight", []int{c.VocabSize, hid}, head)
+		add("lm_head.weight", []int{c.VocabSize, hid}, 0, 1)
 	}
-	return out, err
+	return r, nil
+}
+
+// Tensors lists the checkpoint's tensors (names, dtype, shapes; Data is nil).
+func (r *Random) Tensors() []tensor.Info { return slices.Clone(r.tensors) }
+
+// Data returns the encoded values of the named tensor.
+func (r *Random) Data(name string) ([]byte, error) {
+	v, err := r.values(name)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := r.dt.BytesFor(len(v))
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, nb)
+	if err := tensor.Quantize(r.dt, v, data); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return data, nil
+}
+
+func (r *Random) rng(name string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(r.seed, h.Sum64()))
+}
+
+func (r *Random) values(name string) ([]float32, error) {
+	c := r.cfg
+	hid := c.HiddenSize
+	switch {
+	case name == "model.embed_tokens.weight" && c.TieEmbeddings:
+		// Tied: tokens are paired, and each pair's second embedding is the first's successor row.
+		g, _ := r.values("model.norm.weight")
+		order := r.rng("cycle").Perm(c.VocabSize)
+		rng := r.rng(name)
+		e := make([]float32, c.VocabSize*hid)
+		for i, tok := range order {
+			row := e[tok*hid : (tok+1)*hid]
+			if i%2 == 0 {
+				normal(rng, row, 0, 1)
+			} else {
+				successor(row, e[order[i-1]*hid:(order[i-1]+1)*hid], g, rng)
+			}
+		}
+		return e, nil
+	case name == "lm_head.weight":
+		g, _ := r.values("model.norm.weight")
+		e, _ := r.values("model.embed_tokens.weight")
+		cycle := r.rng("cycle").Perm(c.VocabSize)
+		rng := r.rng(name)
+		h := make([]float32, c.VocabSize*hid)
+		for i, tok := range cycle {
+			prev := cycle[(i+len(cycle)-1)%len(cycle)]
+			successor(h[tok*hid:(tok+1)*hid], e[prev*hid:(prev+1)*hid], g, rng)
+		}
+		return h, nil
+	}
+	init, ok := r.init[name]
+	if !ok {
+		return nil, fmt.Errorf("random weights: no tensor %q", name)
+	}
+	if name == "model.norm.weight" {
+		v := make([]float32, hid)
+		rng := r.rng(name)
+		for i := range v {
+			v[i] = float32(2*rng.IntN(2) - 1)
+		}
+		return v, nil
+	}
+	n := 1
+	for _, t := range r.tensors {
+		if t.Name == name {
+			for _, d := range t.Shape {
+				n *= d
+			}
+		}
+	}
+	v := make([]float32, n)
+	normal(r.rng(name), v, init[0], init[1])
+	return v, nil
+}
+
+func normal(rng *rand.Rand, v []float32, mean, std float64) {
+	for i := range v {
+		v[i] = float32(mean + std*rng.NormFloat64())
+	}
 }
 
 // successor writes dst = α·(g⊙e)/rms(g⊙e) + sqrt(1−α²)·N(0, 1): a row that scores high

@@ -33,6 +33,7 @@ func newRoot() *cobra.Command {
 		newCountCmd(),
 		newGenerateCmd(),
 		newExportCmd(),
+		newSynthCmd(),
 	)
 	return root
 }
