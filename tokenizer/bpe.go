@@ -14,9 +14,7 @@ type bpeModel struct {
 	idToTok []string // model vocabulary by id ("" where unused)
 
 	// merges maps the pair (left id, right id) packed as left<<32|right to rank<<32|merged id.
-	// A flat uint64-keyed map is the fastest lookup Go offers here: no string hashing and no
-	// pointer chasing (BenchmarkEncode).
-	merges map[uint64]uint64
+	merges mergeTable
 
 	unkID        int // -1: no unk token (unknown characters are dropped, as in HF)
 	fuseUnk      bool
@@ -88,7 +86,7 @@ func newBPE(vocab map[string]int, merges [][2]string, unk *string, prefix, suffi
 			m.fallbackIDs[b] = int32(id)
 		}
 	}
-	m.merges = make(map[uint64]uint64, len(merges))
+	m.merges = newMergeTable(len(merges))
 	var buf []byte
 	for i, mg := range merges {
 		a, ok := vocab[mg[0]]
@@ -107,7 +105,7 @@ func newBPE(vocab map[string]int, merges [][2]string, unk *string, prefix, suffi
 			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in model.vocab", i, buf)
 		}
 		// A pair listed twice keeps the later rank, as HF's map build does.
-		m.merges[uint64(a)<<32|uint64(b)] = uint64(i)<<32 | uint64(n)
+		m.merges.put(uint64(a)<<32|uint64(b), uint64(i)<<32|uint64(n))
 	}
 	m.setByteUnits()
 	return m, nil
@@ -129,23 +127,6 @@ func (m *bpeModel) tokenize(s string, sc *bpeScratch, out []bpeToken) []bpeToken
 	if len(s) == 0 {
 		return out
 	}
-	if m.ignoreMerges {
-		// Llama-3: a piece that is itself a token is emitted whole, whatever the merges say.
-		var id int
-		var ok bool
-		if m.byteInput {
-			sc.buf = sc.buf[:0]
-			for i := 0; i < len(s); i++ {
-				sc.buf = append(sc.buf, m.byteUnit[s[i]]...)
-			}
-			id, ok = m.vocab[string(sc.buf)] // no allocation: the conversion is only a map key
-		} else {
-			id, ok = m.vocab[s]
-		}
-		if ok {
-			return append(out, bpeToken{int32(id), 0, int32(len(s))})
-		}
-	}
 	cacheable := len(s) < maxCachedPiece
 	if cacheable {
 		// First this goroutine's own cache (no lock: the scratch belongs to one call at a
@@ -164,6 +145,28 @@ func (m *bpeModel) tokenize(s string, sc *bpeScratch, out []bpeToken) []bpeToken
 				pos += n
 			}
 			return out
+		}
+	}
+	if m.ignoreMerges {
+		// Llama-3: a piece that is itself a token is emitted whole, whatever the merges say.
+		var id int
+		var ok bool
+		if m.byteInput {
+			sc.buf = sc.buf[:0]
+			for i := 0; i < len(s); i++ {
+				sc.buf = append(sc.buf, m.byteUnit[s[i]]...)
+			}
+			id, ok = m.vocab[string(sc.buf)] // no allocation: the conversion is only a map key
+		} else {
+			id, ok = m.vocab[s]
+		}
+		if ok {
+			if cacheable {
+				packed := []uint32{uint32(id)<<8 | uint32(len(s))}
+				m.cache.put(s, packed)
+				sc.remember(s, packed)
+			}
+			return append(out, bpeToken{int32(id), 0, int32(len(s))})
 		}
 	}
 	m.initialSymbols(s, sc)
@@ -291,10 +294,58 @@ func (m *bpeModel) fallbackOK(key string) bool {
 }
 
 func (m *bpeModel) pairRank(a, b int32) uint64 {
-	if v, ok := m.merges[uint64(uint32(a))<<32|uint64(uint32(b))]; ok {
-		return v
+	return m.merges.get(uint64(uint32(a))<<32 | uint64(uint32(b)))
+}
+
+// mergeTable is an open-addressing hash table from packed pair to packed rank and id. The
+// merge loop does one lookup per adjacent pair after every merge, and Go's general map spent
+// twice as long per lookup as this flat table with one multiply for a hash and linear probing
+// (BenchmarkEncode/gemma3, whose long pieces are nearly all merging).
+type mergeTable struct {
+	keys  []uint64 // emptyKey where free; ids are < 2^31, so a real key never equals it
+	vals  []uint64
+	shift uint
+}
+
+const emptyKey = math.MaxUint64
+
+func newMergeTable(n int) mergeTable {
+	size, shift := 16, uint(60)
+	for size < 2*n {
+		size <<= 1
+		shift--
 	}
-	return noPair
+	t := mergeTable{keys: make([]uint64, size), vals: make([]uint64, size), shift: shift}
+	for i := range t.keys {
+		t.keys[i] = emptyKey
+	}
+	return t
+}
+
+func (t *mergeTable) slot(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> t.shift }
+
+// put inserts or replaces (a later duplicate merge replaces the earlier, as in HF).
+func (t *mergeTable) put(k, v uint64) {
+	mask := uint64(len(t.keys) - 1)
+	for i := t.slot(k); ; i = (i + 1) & mask {
+		if t.keys[i] == emptyKey || t.keys[i] == k {
+			t.keys[i], t.vals[i] = k, v
+			return
+		}
+	}
+}
+
+// get returns the value for k, or noPair.
+func (t *mergeTable) get(k uint64) uint64 {
+	mask := uint64(len(t.keys) - 1)
+	for i := t.slot(k); ; i = (i + 1) & mask {
+		switch t.keys[i] {
+		case k:
+			return t.vals[i]
+		case emptyKey:
+			return noPair
+		}
+	}
 }
 
 // linearMax is the symbol count up to which mergeAll scans for the best pair instead of

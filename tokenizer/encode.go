@@ -99,15 +99,16 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 				continue
 			}
 			sc.ranges = sp.re.FindAll(s.s, sc.ranges[:0])
+			keepGaps := sp.behavior == behIsolated
 			prev := 0
 			for _, m := range sc.ranges {
-				if prev < m[0] {
+				if keepGaps && prev < m[0] {
 					ids = t.modelIDs(s.s[prev:m[0]], sc, ids)
 				}
 				ids = t.modelIDs(s.s[m[0]:m[1]], sc, ids)
 				prev = m[1]
 			}
-			if prev < len(s.s) {
+			if keepGaps && prev < len(s.s) {
 				ids = t.modelIDs(s.s[prev:], sc, ids)
 			}
 		}
@@ -164,14 +165,16 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 	return ids, offs
 }
 
-// fastSplit reports whether the pre-tokenizer is a single regex Split with the Isolated
-// behavior, the shape of the GPT-2/Llama-3/Qwen/o200k files.
+// fastSplit reports whether the pre-tokenizer is a single regex Split that keeps the matches
+// as pieces: Isolated (GPT-2, Llama-3, Qwen) or Removed with invert (o200k). For Isolated the
+// text between matches is a piece too; for inverted Removed it is dropped.
 func (t *Tokenizer) fastSplit() (*splitPre, bool) {
 	if len(t.pre) != 1 {
 		return nil, false
 	}
 	p, ok := t.pre[0].(*splitPre)
-	return p, ok && p.re != nil && p.behavior == behIsolated && !p.invert
+	return p, ok && p.re != nil && ((p.behavior == behIsolated && !p.invert) ||
+		(p.behavior == behRemoved && p.invert))
 }
 
 func (t *Tokenizer) modelIDs(piece string, sc *scratch, ids []int) []int {
