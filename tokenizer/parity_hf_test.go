@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -100,10 +101,42 @@ func (c *check) total() int {
 	return n
 }
 
-// statusReport collects the per-tokenizer tables written to the status file.
+// statusReport collects the sections of the status file, which is rewritten after each.
 var statusReport struct {
 	sync.Mutex
-	sections []string
+	names    []string
+	sections map[string]string
+}
+
+func addSection(t *testing.T, c *parity.Corpus, name, body string) {
+	statusReport.Lock()
+	defer statusReport.Unlock()
+	if statusReport.sections == nil {
+		statusReport.sections = map[string]string{}
+	}
+	if _, ok := statusReport.sections[name]; !ok {
+		statusReport.names = append(statusReport.names, name)
+	}
+	statusReport.sections[name] = body
+	path := os.Getenv("TOKENWISE_PARITY_STATUS")
+	if path == "" {
+		path = filepath.Join(filepath.Dir(testref.Dir()), "parity", "status.md")
+	}
+	counts := map[string]int{}
+	for _, x := range c.Texts {
+		counts[x.Source]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Tokenizer parity with HF tokenizers 0.23.2 (npm) and llama.cpp's test vectors\n\nRun %s by `go test ./tokenizer -run TestParity`. Corpus %s: %d texts, %.2f MB; texts per source %v.\nCounts are texts that differ (0 = identical).\n",
+		time.Now().UTC().Format(time.RFC3339), c.Hash()[:12], len(c.Texts), float64(c.Bytes())/1e6, counts)
+	for _, n := range statusReport.names {
+		b.WriteString("\n" + statusReport.sections[n])
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Logf("status: %v", err)
+		}
+	}
 }
 
 func TestParityHF(t *testing.T) {
@@ -112,7 +145,6 @@ func TestParityHF(t *testing.T) {
 	c := parityCorpus(t)
 	texts := c.Strings()
 	cache := filepath.Join(filepath.Dir(refs), "parity")
-	t.Cleanup(func() { writeStatus(t, c) })
 
 	for _, pt := range parityTokenizers {
 		t.Run(pt.name, func(t *testing.T) {
@@ -122,7 +154,7 @@ func TestParityHF(t *testing.T) {
 				t.Fatalf("Load(%s): %v", path, err)
 			}
 			start := time.Now()
-			ref, err := parity.HFEncode(refs, path, texts, cache)
+			ref, err := parity.HFEncode(refs, path, texts, cache, false)
 			if err != nil {
 				t.Fatalf("reference: %v", err)
 			}
@@ -167,7 +199,7 @@ func TestParityHF(t *testing.T) {
 			mb := float64(c.Bytes()) / 1e6
 			t.Logf("%d texts, %.1f MB: tokenwise EncodeBatch %.2fs (%.1f MB/s, all cores); reference %.1fs (cached after the first run)",
 				len(texts), mb, encTime.Seconds(), mb/encTime.Seconds(), refTime.Seconds())
-			addStatus(pt.name, path, c, checks, encTime)
+			addSection(t, c, pt.name, statusTable(pt.name, path, c, checks, encTime))
 			for _, ch := range checks {
 				if n := ch.total(); n > 0 {
 					t.Errorf("%s: %d of %d texts differ %v; first:\n%s", ch.name, n, len(texts), ch.fails, strings.Join(ch.examples, "\n"))
@@ -175,6 +207,85 @@ func TestParityHF(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParityHFOffsets compares token offsets with HF's on part of the corpus (the adversarial
+// and JSON texts, every 8th other one). tokenwise gives byte offsets, HF code points: a byte
+// range maps to the code points it touches, so that a token holding part of a character
+// (byte-level BPE, byte fallback) gets that whole character, as in HF.
+func TestParityHFOffsets(t *testing.T) {
+	refs := testref.Dir()
+	testref.Path(t, "node_modules", "tokenizers", "package.json")
+	c := parityCorpus(t)
+	var texts []parity.Text
+	for i, x := range c.Texts {
+		if x.Source == "adversarial" || x.Source == "json" || i%8 == 0 {
+			texts = append(texts, x)
+		}
+	}
+	strs := make([]string, len(texts))
+	for i, x := range texts {
+		strs[i] = x.Text
+	}
+	cache := filepath.Join(filepath.Dir(refs), "parity")
+	for _, pt := range parityTokenizers {
+		t.Run(pt.name, func(t *testing.T) {
+			path := testref.Tokenizer(t, pt.name)
+			tk, err := tokenizer.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := parity.HFEncode(refs, path, strs, cache, true)
+			if err != nil {
+				t.Fatalf("reference: %v", err)
+			}
+			ch := newCheck("offsets (code points), add_special_tokens=false")
+			for i, x := range texts {
+				ids, offs := tk.EncodeOffsets(x.Text, false)
+				if !slices.Equal(ids, ref[i].IDs) {
+					continue // an id mismatch, reported by TestParityHF
+				}
+				got := codePointOffsets(x.Text, offs)
+				if !slices.Equal(got, ref[i].Offsets) && !(len(got) == 0 && len(ref[i].Offsets) == 0) {
+					j := 0
+					for j < len(got) && j < len(ref[i].Offsets) && got[j] == ref[i].Offsets[j] {
+						j++
+					}
+					a, b := max(j-2, 0), j+3
+					ch.fail(x.Source, fmt.Sprintf("  %s: token %d %v: tokenwise %v (bytes %v), HF %v", x.Name, j,
+						tokens(tk, ids[a:min(b, len(ids))]), got[a:min(b, len(got))], offs[a:min(b, len(offs))], ref[i].Offsets[a:min(b, len(ref[i].Offsets))]))
+				}
+			}
+			sub := &parity.Corpus{Texts: texts}
+			addSection(t, c, pt.name+" offsets", statusTable(pt.name+" offsets", path, sub, []*check{ch}, 0))
+			if n := ch.total(); n > 0 {
+				t.Errorf("%s: %d of %d texts differ %v; first:\n%s", ch.name, n, len(texts), ch.fails, strings.Join(ch.examples, "\n"))
+			}
+		})
+	}
+}
+
+// codePointOffsets turns byte ranges into code point ranges: the start rounds down to the
+// character it falls in, the end up to the end of the character it falls in.
+func codePointOffsets(text string, offs [][2]int) [][2]int {
+	idx := make([]int, len(text)+1) // byte -> index of the character holding it
+	n := 0
+	for i := range text {
+		for j := i; j < len(text) && (j == i || !utf8.RuneStart(text[j])); j++ {
+			idx[j] = n
+		}
+		n++
+	}
+	idx[len(text)] = n
+	out := make([][2]int, len(offs))
+	for i, o := range offs {
+		s, e := idx[o[0]], idx[o[1]]
+		if o[1] > o[0] && o[1] <= len(text) {
+			e = idx[o[1]-1] + 1
+		}
+		out[i] = [2]int{s, e}
+	}
+	return out
 }
 
 // TestParityLlamaCpp runs llama.cpp's tokenizer test vectors (made with HF AutoTokenizer,
@@ -207,6 +318,7 @@ func TestParityLlamaCpp(t *testing.T) {
 			if bad > 0 {
 				t.Errorf("%s: %d of %d cases differ", tc.vocab, bad, len(cases))
 			}
+			addSection(t, parityCorpus(t), "llama.cpp "+tc.vocab, fmt.Sprintf("## llama.cpp models/ggml-vocab-%s.gguf.inp/.out vs %s tokenizer.json\n\n%d of %d cases differ.\n", tc.vocab, tc.tok, bad, len(cases)))
 		})
 	}
 }
@@ -247,9 +359,13 @@ func strDiff(name, got, want string) string {
 	return fmt.Sprintf("  %s, byte %d: got ...%q... want ...%q...", name, i, got[lo:min(i+60, len(got))], want[lo:min(i+60, len(want))])
 }
 
-func addStatus(name, path string, c *parity.Corpus, checks []*check, enc time.Duration) {
+func statusTable(name, path string, c *parity.Corpus, checks []*check, enc time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## %s\n\n`%s` — %d texts, %.2f MB; tokenwise EncodeBatch (all cores) %.2fs\n\n", name, path, len(c.Texts), float64(c.Bytes())/1e6, enc.Seconds())
+	fmt.Fprintf(&b, "## %s\n\n`%s` — %d texts, %.2f MB", name, path, len(c.Texts), float64(c.Bytes())/1e6)
+	if enc > 0 {
+		fmt.Fprintf(&b, "; tokenwise EncodeBatch (all cores) %.2fs", enc.Seconds())
+	}
+	b.WriteString("\n\n")
 	srcs := c.Sources()
 	fmt.Fprintf(&b, "| check | %s | total |\n|---|%s---|\n", strings.Join(srcs, " | "), strings.Repeat("---|", len(srcs)))
 	for _, ch := range checks {
@@ -264,32 +380,5 @@ func addStatus(name, path string, c *parity.Corpus, checks []*check, enc time.Du
 			fmt.Fprintf(&b, "\nFirst differences, %s:\n```\n%s\n```\n", ch.name, strings.Join(ch.examples, "\n"))
 		}
 	}
-	statusReport.Lock()
-	statusReport.sections = append(statusReport.sections, b.String())
-	statusReport.Unlock()
-}
-
-func writeStatus(t *testing.T, c *parity.Corpus) {
-	statusReport.Lock()
-	defer statusReport.Unlock()
-	if len(statusReport.sections) == 0 {
-		return
-	}
-	path := os.Getenv("TOKENWISE_PARITY_STATUS")
-	if path == "" {
-		path = filepath.Join(filepath.Dir(testref.Dir()), "parity", "status.md")
-	}
-	counts := map[string]int{}
-	for _, x := range c.Texts {
-		counts[x.Source]++
-	}
-	head := fmt.Sprintf("# Tokenizer parity with HF tokenizers 0.23.2 (npm)\n\nRun %s by `go test ./tokenizer -run TestParityHF`. Corpus %s: %d texts, %.2f MB; texts per source %v.\nCounts are texts that differ (0 = identical).\n\n",
-		time.Now().UTC().Format(time.RFC3339), c.Hash()[:12], len(c.Texts), float64(c.Bytes())/1e6, counts)
-	body := head + strings.Join(statusReport.sections, "\n")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Logf("status: %v", err)
-		}
-	}
-	statusReport.sections = nil
+	return b.String()
 }
