@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // refsDir finds the reference folder (TOKENWISE_REFS, default <repo>/.cache/refs).
@@ -66,5 +67,47 @@ func BenchmarkEncode(b *testing.B) {
 				tk.Encode(text, false)
 			}
 		})
+	}
+}
+
+// BenchmarkEncodeBatch is EncodeBatch throughput on benchCorpus cut into 4 KiB texts, with
+// one thread and with all cores, to show the scaling.
+func BenchmarkEncodeBatch(b *testing.B) {
+	text := benchCorpus()
+	var texts []string
+	for i := 0; i < len(text); {
+		j := min(i+4096, len(text))
+		for j < len(text) && !utf8.RuneStart(text[j]) {
+			j++
+		}
+		texts = append(texts, text[i:j])
+		i = j
+	}
+	tk := realTokenizer(b, "qwen3")
+	tk.EncodeBatch(texts, false, 0)
+	for _, threads := range []int{1, 0} {
+		b.Run(map[int]string{1: "threads=1", 0: "threads=all"}[threads], func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for i := 0; i < b.N; i++ {
+				tk.EncodeBatch(texts, false, threads)
+			}
+		})
+	}
+}
+
+// BenchmarkLoadGemma3 times loading Gemma-3's 33 MB tokenizer.json (goal: under a second).
+func BenchmarkLoadGemma3(b *testing.B) {
+	realTokenizer(b, "gemma3") // skips without references
+	p := filepath.Join(refsDir(), "node_modules", "@lenml", "tokenizer-gemma3", "models", "tokenizer.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := FromJSON(data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

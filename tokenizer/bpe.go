@@ -32,6 +32,11 @@ type bpeModel struct {
 	byteUnit  [256]string // ByteLevel character (as UTF-8) for each byte
 	byteID    [256]int32  // vocab id of byteUnit[b], -1 when absent
 
+	// runeID is the vocab id of each single BMP character (-1 when absent), so the first
+	// step of merging (one lookup per character) needs no string hashing. It matters for
+	// SentencePiece-style files like Gemma-3, whose pieces are whole lines.
+	runeID []int32
+
 	cache pieceCache
 }
 
@@ -108,6 +113,15 @@ func newBPE(vocab map[string]int, merges [][2]string, unk *string, prefix, suffi
 		m.merges.put(uint64(a)<<32|uint64(b), uint64(i)<<32|uint64(n))
 	}
 	m.setByteUnits()
+	m.runeID = make([]int32, 1<<16)
+	for i := range m.runeID {
+		m.runeID[i] = -1
+	}
+	for tok, id := range vocab {
+		if r, size := utf8.DecodeRuneInString(tok); size == len(tok) && r < 1<<16 && r != utf8.RuneError {
+			m.runeID[r] = int32(id)
+		}
+	}
 	return m, nil
 }
 
@@ -221,11 +235,13 @@ func (m *bpeModel) initialSymbols(s string, sc *bpeScratch) {
 			}
 			key = m.byteUnit[s[i]]
 		} else {
-			_, size := utf8.DecodeRuneInString(s[i:])
+			r, size := utf8.DecodeRuneInString(s[i:])
 			j = i + size
 			key = s[i:j]
 			if plain {
-				if v, ok := m.vocab[key]; ok {
+				if r < 1<<16 && (r != utf8.RuneError || size == 3) {
+					id = int(m.runeID[r])
+				} else if v, ok := m.vocab[key]; ok {
 					id = v
 				}
 			}
