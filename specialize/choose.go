@@ -1,0 +1,285 @@
+package specialize
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+var jsonUnmarshal = json.Unmarshal
+
+// matcher splits text around added-token strings leftmost-longest, as HF's AddedVocabulary
+// does with its Aho-Corasick automaton (MatchKind::LeftmostLongest).
+type matcher struct {
+	byFirst map[byte][]string // longest first
+}
+
+func newMatcher(strs []string) *matcher {
+	m := &matcher{byFirst: map[byte][]string{}}
+	for _, s := range strs {
+		m.byFirst[s[0]] = append(m.byFirst[s[0]], s)
+	}
+	for _, l := range m.byFirst {
+		sort.Slice(l, func(i, j int) bool { return len(l[i]) > len(l[j]) })
+	}
+	return m
+}
+
+// segment is a [a,b) range of a text; added marks an added-token match.
+type segment struct {
+	a, b  int
+	added bool
+}
+
+func (m *matcher) split(text string) []segment {
+	var out []segment
+	last := 0
+	for i := 0; i < len(text); {
+		hit := ""
+		for _, s := range m.byFirst[text[i]] {
+			if strings.HasPrefix(text[i:], s) {
+				hit = s
+				break
+			}
+		}
+		if hit == "" {
+			i++
+			continue
+		}
+		if last < i {
+			out = append(out, segment{last, i, false})
+		}
+		out = append(out, segment{i, i + len(hit), true})
+		i += len(hit)
+		last = i
+	}
+	if last < len(text) {
+		out = append(out, segment{last, len(text), false})
+	}
+	return out
+}
+
+// unit is one piece of a text as the current tokenizer sees it: a pre-token (n tokens), a
+// chosen added token (n = 1), or an old added token (n = -1: a barrier no new token crosses).
+type unit struct {
+	a, b  int
+	n     int
+	added bool // a chosen added token
+}
+
+// units splits text into units, or returns nil when the pre-tokens do not spell the text
+// (a normalizer changed it), in which case the text cannot propose added tokens.
+func (st *state) units(text string, m *matcher) []unit {
+	var us []unit
+	for _, sg := range m.split(text) {
+		if sg.added {
+			us = append(us, unit{sg.a, sg.b, 1, true})
+			continue
+		}
+		pos := sg.a
+		for _, pc := range st.base.Pieces(text[sg.a:sg.b]) {
+			if !strings.HasPrefix(text[pos:sg.b], pc.Text) {
+				return nil
+			}
+			n := len(pc.IDs)
+			if pc.Added {
+				n = -1
+			}
+			us = append(us, unit{pos, pos + len(pc.Text), n, false})
+			pos += len(pc.Text)
+		}
+		if pos != sg.b {
+			return nil
+		}
+	}
+	return us
+}
+
+func (st *state) weight(s Side) float64 {
+	if s == Input {
+		return st.opts.InputWeight
+	}
+	return 1
+}
+
+// decodeSafe reports whether HF's ByteLevel decoder gives s back for an added token whose
+// content is s: it maps a token through its byte table only when every character is in the
+// table, which for non-ASCII characters would turn them into single bytes.
+func decodeSafe(s string) bool {
+	ascii := true
+	for _, r := range s {
+		if _, ok := byteOfChar[r]; !ok {
+			return true // decoded from its own UTF-8 bytes
+		}
+		if r >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii
+}
+
+// chooseAdded picks up to budget added tokens that span pre-token boundaries, greedily by
+// weighted savings (AdaptiVocab's n-gram selection): every round re-splits the corpus with the
+// tokens chosen so far, so savings already taken by a chosen token are not counted again.
+func (st *state) chooseAdded(budget int) error {
+	K := st.opts.MaxNgram
+	batch := max(8, budget/8)
+	existing := map[string]bool{}
+	for _, a := range st.added {
+		existing[a.Content] = true
+	}
+	for round := 0; len(st.newAdded) < budget; round++ {
+		m := newMatcher(st.newAdded)
+		save := map[string]float64{}
+		for _, d := range st.docs {
+			w := st.weight(d.Side)
+			us := st.units(d.Text, m)
+			for i := range us {
+				if us[i].n < 0 {
+					continue
+				}
+				tot := us[i].n
+				for j := i + 1; j < len(us) && j-i < K; j++ {
+					if us[j].n < 0 {
+						break
+					}
+					tot += us[j].n
+					if tot > K {
+						break
+					}
+					save[d.Text[us[i].a:us[j].b]] += w * float64(tot-1)
+				}
+			}
+		}
+		type cand struct {
+			s string
+			v float64
+		}
+		var cs []cand
+		for s, v := range save {
+			if v < st.opts.MinCount || !utf8.ValidString(s) || !decodeSafe(s) || existing[s] {
+				continue
+			}
+			if _, ok := st.tf.vocab[s]; ok {
+				continue
+			}
+			cs = append(cs, cand{s, v})
+		}
+		sort.Slice(cs, func(i, j int) bool {
+			if cs[i].v != cs[j].v {
+				return cs[i].v > cs[j].v
+			}
+			return cs[i].s < cs[j].s
+		})
+		var picked []string
+		for _, c := range cs {
+			if len(picked) >= batch || len(st.newAdded)+len(picked) >= budget {
+				break
+			}
+			clash := false
+			for _, q := range picked {
+				if strings.Contains(q, c.s) || strings.Contains(c.s, q) {
+					clash = true
+					break
+				}
+			}
+			if !clash {
+				picked = append(picked, c.s)
+			}
+		}
+		if len(picked) == 0 {
+			break
+		}
+		for _, s := range picked {
+			existing[s] = true
+		}
+		st.newAdded = append(st.newAdded, picked...)
+		st.opts.Log("added tokens: round %d, %d chosen (best %q saves %.0f)", round, len(st.newAdded), picked[0], save[picked[0]])
+	}
+	return nil
+}
+
+// chooseMerges appends up to budget merges inside pre-tokens: BPE training continued on the
+// corpus as the specialized tokenizer splits it. Appended after every original merge, a new
+// merge only joins tokens the original merges have finished, so no text can get longer
+// (the length-preserving construction of arXiv 2509.26124).
+func (st *state) chooseMerges(budget int) error {
+	if budget <= 0 {
+		return nil
+	}
+	m := newMatcher(st.newAdded)
+	weights := map[string]float64{}
+	for _, d := range st.docs {
+		w := st.weight(d.Side)
+		us := st.units(d.Text, m)
+		for _, u := range us {
+			if u.n > 1 || (u.n == 1 && !u.added) {
+				weights[d.Text[u.a:u.b]] += w
+			}
+		}
+	}
+	rk := newRanks(st.merges)
+	next := len(st.merges)
+	have := map[string]bool{}
+	for _, o := range st.keptModel {
+		have[st.oldTok[o]] = true
+	}
+	type word struct {
+		syms []string
+		toks []string
+		w    float64
+	}
+	var words []*word
+	for raw, w := range weights {
+		bl := byteLevelString(raw)
+		wd := &word{syms: chars(bl), w: w}
+		wd.toks = st.tokenize(rk, have, bl, wd.syms)
+		if len(wd.toks) > 1 {
+			words = append(words, wd)
+		}
+	}
+	sort.Slice(words, func(i, j int) bool { return strings.Join(words[i].syms, "") < strings.Join(words[j].syms, "") })
+	for len(st.newMerges) < budget {
+		counts := map[[2]string]float64{}
+		for _, wd := range words {
+			for i := 0; i+1 < len(wd.toks); i++ {
+				counts[[2]string{wd.toks[i], wd.toks[i+1]}] += wd.w
+			}
+		}
+		var best [2]string
+		bestV := 0.0
+		for pr, v := range counts {
+			if v > bestV || (v == bestV && (pr[0]+"\x00"+pr[1]) < (best[0]+"\x00"+best[1])) {
+				best, bestV = pr, v
+			}
+		}
+		if bestV < st.opts.MinCount {
+			break
+		}
+		rk[best] = next
+		next++
+		st.newMerges = append(st.newMerges, best)
+		have[best[0]+best[1]] = true
+		for _, wd := range words {
+			for i := 0; i+1 < len(wd.toks); i++ {
+				if wd.toks[i] == best[0] && wd.toks[i+1] == best[1] {
+					wd.toks = st.tokenize(rk, have, strings.Join(wd.syms, ""), wd.syms)
+					break
+				}
+			}
+		}
+	}
+	if len(st.newMerges) > 0 {
+		st.opts.Log("merges: %d appended", len(st.newMerges))
+	}
+	return nil
+}
+
+// tokenize is the BPE model on one pre-token (its ByteLevel string s and characters syms).
+func (st *state) tokenize(rk ranks, have map[string]bool, s string, syms []string) []string {
+	if st.tf.ignoreMrg && have[s] {
+		return []string{s}
+	}
+	return rk.replay(syms, nil)
+}

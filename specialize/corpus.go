@@ -1,0 +1,112 @@
+// Package specialize fits a tokenizer and a model to a domain corpus: it prunes the
+// vocabulary to what the domain uses (plus everything BPE needs to still reach it and to
+// encode any other text), adds merged domain tokens that shorten the corpus, renumbers ids
+// densely, and performs the matching surgery on a checkpoint's embedding and LM-head rows.
+//
+// Two guarantees are checked on every run rather than assumed:
+//   - pruning only: every corpus text encodes to exactly its old ids under the id map;
+//   - with added tokens: no corpus text gets more tokens than before, and every text decodes
+//     back to itself.
+//
+// The tokenizer it writes is an ordinary tokenizer.json, so HF tokenizers (and anything built
+// on it: vLLM, SGLang, transformers) reproduces the same ids.
+package specialize
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Side says which side of a request a corpus text is on; output tokens are decode steps.
+type Side int
+
+const (
+	Text   Side = iota // plain text or {"text"}: counted on both sides' totals as "text"
+	Input              // a prompt
+	Output             // a completion
+)
+
+func (s Side) String() string {
+	switch s {
+	case Input:
+		return "input"
+	case Output:
+		return "output"
+	}
+	return "text"
+}
+
+// Doc is one corpus text.
+type Doc struct {
+	Text string
+	Side Side
+}
+
+// ReadCorpus reads corpus files. A file whose lines are JSON objects is JSONL: {"text"} lines
+// are Text docs, {"prompt","completion"} lines give an Input and an Output doc. Any other file
+// is one Text doc.
+func ReadCorpus(paths ...string) ([]Doc, error) {
+	var docs []Doc
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("corpus: %w", err)
+		}
+		d, err := parseCorpus(p, data)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d...)
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("corpus: no texts in %s", strings.Join(paths, ", "))
+	}
+	return docs, nil
+}
+
+func parseCorpus(name string, data []byte) ([]Doc, error) {
+	trim := bytes.TrimSpace(data)
+	if len(trim) == 0 || trim[0] != '{' {
+		return []Doc{{Text: string(data), Side: Text}}, nil
+	}
+	var docs []Doc
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var rec struct {
+			Text       *string `json:"text"`
+			Prompt     *string `json:"prompt"`
+			Completion *string `json:"completion"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		switch {
+		case rec.Text != nil:
+			docs = append(docs, Doc{Text: *rec.Text, Side: Text})
+		case rec.Prompt != nil || rec.Completion != nil:
+			if rec.Prompt != nil {
+				docs = append(docs, Doc{Text: *rec.Prompt, Side: Input})
+			}
+			if rec.Completion != nil {
+				docs = append(docs, Doc{Text: *rec.Completion, Side: Output})
+			}
+		default:
+			return nil, fmt.Errorf("%s:%d: want {\"text\"} or {\"prompt\",\"completion\"}", name, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return docs, nil
+}
