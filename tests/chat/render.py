@@ -12,6 +12,10 @@ PreTrainedTokenizerBase.apply_chat_template(messages, tokenize=False, ...), on a
 PreTrainedTokenizerFast built from a tiny tokenizer object whose special tokens are set to the
 case's bos/eos strings: rendering with tokenize=False only reads the template and the special
 token strings, never the vocabulary.
+
+A case with "tokenizer_dir" instead of "template" loads that folder with AutoTokenizer (its own
+tokenizer.json, tokenizer_config.json and chat template) and returns the token ids of
+apply_chat_template(messages, tokenize=True, ...) in "outputs" instead of text.
 """
 import json
 import sys
@@ -38,8 +42,27 @@ def make_tokenizer(case):
 def main():
     req = json.load(sys.stdin)
     outputs, errors = [], []
+    loaded = {}  # tokenizer_dir -> AutoTokenizer
     for case in req["cases"]:
         try:
+            if "tokenizer_dir" in case:
+                from transformers import AutoTokenizer
+
+                d = case["tokenizer_dir"]
+                if d not in loaded:
+                    loaded[d] = AutoTokenizer.from_pretrained(d)
+                tok = loaded[d]
+                ids = tok.apply_chat_template(
+                    case["messages"],
+                    tokenize=True,
+                    add_generation_prompt=case.get("add_generation_prompt", False),
+                    **case.get("kwargs", {}),
+                )
+                if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding
+                    ids = ids["input_ids"]
+                outputs.append(list(ids))
+                errors.append(None)
+                continue
             tok = make_tokenizer(case)
             text = tok.apply_chat_template(
                 case["messages"],
