@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tokenwise/tokenwise/formats/safetensors"
-	"github.com/tokenwise/tokenwise/model"
-	"github.com/tokenwise/tokenwise/tensor"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
@@ -35,37 +32,17 @@ func genRefsDir(t *testing.T) string {
 	return dir
 }
 
-// synthFolder writes a random-weight Llama checkpoint (the weights `tokenwise
-// synth` writes) with the real Llama-3 tokenizer and its chat template.
+// synthFolder writes a random-weight checkpoint with `tokenwise synth`: the
+// project's tiny Llama shape (configs/tiny-llama.json, bf16) with the real
+// Llama-3 tokenizer and its chat template.
 func synthFolder(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join(genRefsDir(t), "node_modules", "@lenml", "tokenizer-llama3", "models")
-	dir := t.TempDir()
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfgJSON := `{"model_type":"llama","vocab_size":128256,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
-		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":128,"rms_norm_eps":1e-5,"rope_theta":500000,
-		"tie_word_embeddings":true,"bos_token_id":128000,"eos_token_id":128001}`
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := model.ParseConfig([]byte(cfgJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := model.RandomWeights(cfg, 3, tensor.F32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ws, map[string]string{"format": "pt"}); err != nil {
-		t.Fatal(err)
+	src := filepath.Join(genRefsDir(t), "node_modules", "@lenml", "tokenizer-llama3", "models", "tokenizer.json")
+	_, file, _, _ := runtime.Caller(0)
+	cfg := filepath.Join(filepath.Dir(file), "..", "..", "configs", "tiny-llama.json")
+	dir := filepath.Join(t.TempDir(), "tiny-llama")
+	if _, stderr, err := runCLI(t, "synth", "--config", cfg, "--tokenizer", src, "--dtype", "bf16", "--seed", "3", "--out", dir); err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr)
 	}
 	return dir
 }
