@@ -24,6 +24,9 @@ type Options struct {
 	InputWeight float64
 	// MinCount is the least weighted saving a new token must bring on the corpus (default 2).
 	MinCount float64
+	// KeepIDs are old ids to keep besides those the corpus uses — e.g. the ids a model
+	// generated, whose decoded text may re-encode differently.
+	KeepIDs []int
 	// Log, when set, receives progress lines.
 	Log func(format string, args ...any)
 }
@@ -133,6 +136,12 @@ func Build(tokJSON []byte, docs []Doc, opts Options) (*Plan, error) {
 		}
 	} else {
 		copy(keep, used)
+		for _, id := range opts.KeepIDs {
+			if id < 0 || id >= V {
+				return nil, fmt.Errorf("keep id %d: outside the vocabulary (%d)", id, V)
+			}
+			keep[id] = true
+		}
 		for _, a := range tf.added {
 			if a.ID >= 0 && a.ID < V {
 				keep[a.ID] = true
