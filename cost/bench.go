@@ -141,18 +141,12 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	if !ok {
 		return nil, fmt.Errorf("%s: no LM head or embedding tensor", path)
 	}
-	byDType := map[string]float64{}
+	r.DType = dominantDType(w.tensors)
 	for _, t := range w.tensors {
-		byDType[t.DType.String()] += float64(len(t.Data))
 		r.WeightBytesStep += float64(len(t.Data))
 		isEmbed := t.Name == "model.embed_tokens.weight" || t.Name == "token_embd.weight"
 		if isEmbed && t.Name != head.Name {
 			r.WeightBytesStep -= float64(len(t.Data)) // a lookup reads one row, not the table
-		}
-	}
-	for d, b := range byDType {
-		if b > byDType[r.DType] || r.DType == "" {
-			r.DType = strings.ToLower(d)
 		}
 	}
 	shape := FromModelConfig(cfg)
@@ -253,4 +247,33 @@ func openWeights(path string) (*weights, error) {
 		w.tensors = append(w.tensors, t)
 	}
 	return w, nil
+}
+
+// WeightsDType is the dtype holding most of the weight bytes of a model folder or GGUF
+// file, as a cost-model dtype name ("" if path holds no weights or their dtype has no cost
+// model, such as k-quants).
+func WeightsDType(path string) string {
+	w, err := openWeights(path)
+	if err != nil {
+		return ""
+	}
+	defer w.close()
+	return dominantDType(w.tensors)
+}
+
+func dominantDType(ts []tensor.Info) string {
+	byDType := map[string]float64{}
+	for _, t := range ts {
+		byDType[strings.ToLower(t.DType.String())] += float64(len(t.Data))
+	}
+	best := ""
+	for d, b := range byDType {
+		if best == "" || b > byDType[best] || (b == byDType[best] && d < best) {
+			best = d
+		}
+	}
+	if _, ok := precisions[best]; !ok {
+		return ""
+	}
+	return best
 }

@@ -105,8 +105,8 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 			pool := kernels.NewPool(t)
 			s := kernels.NewScratch(pool.Threads())
 			k := KernelRates{
-				GEMVGBs:    best(o.Repeats, func() float64 { return gemv.gemvGBs(pool, s) }),
-				GEMMGFLOPS: best(max(2, o.Repeats/2), func() float64 { return gemv.gemmGFLOPS(pool, s) }),
+				GEMVGBs:    medianOf(o.Repeats, func() float64 { return gemv.gemvGBs(pool, s) }),
+				GEMMGFLOPS: medianOf(o.Repeats, func() float64 { return gemv.gemmGFLOPS(pool, s) }),
 			}
 			pool.Close()
 			p.Calibration[i].Kernels[d] = k
@@ -140,7 +140,7 @@ func kernelDType(name string) (tensor.DType, error) {
 }
 
 // best is the highest of n measurements: on a shared machine the noise only ever slows a
-// run down, so the maximum is the closest to what the hardware does.
+// run down, so the maximum is the closest to the machine's peak.
 func best(n int, f func() float64) float64 {
 	v := make([]float64, n)
 	for i := range v {
@@ -150,6 +150,16 @@ func best(n int, f func() float64) float64 {
 }
 
 var sinkWords uint64
+
+// medianOf is the median of n measurements. The kernel rates predict what `tokenwise
+// bench` reports, which is a median too, so both sides see the same kind of noise.
+func medianOf(n int, f func() float64) float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = f()
+	}
+	return median(v)
+}
 
 // readGBs sums the array in `threads` contiguous parts at once.
 func readGBs(words []uint64, threads int) float64 {

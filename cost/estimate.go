@@ -112,16 +112,17 @@ func (s *Shape) Estimate(p *Profile, w Workload) (*Estimate, error) {
 	e.Prefill = phase(r, s.Prefill(w.Prompt, w.Batch, w.DType, w.KV, act), w.Prompt*w.Batch)
 	// Decode step j attends over prompt + j cached tokens; the steps are summed one by one
 	// because each is max(compute, memory) of its own.
+	dr := r.forBatch(w.Batch)
 	var dw Work
 	var ds, dc, dm, headS float64
 	for j := range w.Output {
 		step := s.DecodeStep(w.Prompt+j, w.Batch, w.DType, w.KV, act)
-		t, c, m := r.Time(step)
+		t, c, m := dr.Time(step)
 		dw.add(step)
 		ds, dc, dm = ds+t, dc+c, dm+m
 		// The head alone, under the same roofline.
 		head := Work{FLOPs: step.LMHeadFLOPs, WeightBytes: step.LMHeadBytes}
-		ht, _, _ := r.Time(head)
+		ht, _, _ := dr.Time(head)
 		headS += ht
 	}
 	e.Decode = PhaseEstimate{Work: dw, Tokens: w.Output * w.Batch, Seconds: ds, ComputeS: dc, MemoryS: dm}
@@ -165,7 +166,7 @@ func finish(p *PhaseEstimate) {
 // contexts may never get there).
 func (s *Shape) RidgeBatch(r Rates, ctx int, dt, kv, act Precision) int {
 	bound := func(b int) bool {
-		_, c, m := r.Time(s.DecodeStep(ctx, b, dt, kv, act))
+		_, c, m := r.forBatch(b).Time(s.DecodeStep(ctx, b, dt, kv, act))
 		return c >= m
 	}
 	if !bound(1 << 16) {
@@ -201,7 +202,7 @@ func (s *Shape) Sweep(p *Profile, w Workload, batches []int) ([]SweepPoint, erro
 	var out []SweepPoint
 	for _, b := range batches {
 		pt, _, _ := r.Time(s.Prefill(w.Prompt, b, w.DType, w.KV, act))
-		dt, c, m := r.Time(s.DecodeStep(w.Prompt+w.Output/2, b, w.DType, w.KV, act))
+		dt, c, m := r.forBatch(b).Time(s.DecodeStep(w.Prompt+w.Output/2, b, w.DType, w.KV, act))
 		bound := "memory"
 		if c >= m {
 			bound = "compute"

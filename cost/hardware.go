@@ -133,6 +133,19 @@ type Rates struct {
 	OtherBW  float64 `json:"other_bw"`  // bytes/s for KV cache and activations
 	Threads  int     `json:"threads,omitempty"`
 	Basis    string  `json:"basis"` // where the numbers come from
+	// MatVecFLOPS, when set, is the FLOP rate of the measured matrix×vector kernel: a
+	// decode step of one sequence runs that kernel, not the matrix×matrix one that FLOPS
+	// measures, and its measured bandwidth already includes whatever limits it.
+	MatVecFLOPS float64 `json:"matvec_flops,omitempty"`
+}
+
+// forBatch is the rates for a pass of `tokens` tokens per weight read: one token runs the
+// matrix×vector kernel.
+func (r Rates) forBatch(tokens int) Rates {
+	if tokens == 1 && r.MatVecFLOPS > r.FLOPS {
+		r.FLOPS = r.MatVecFLOPS
+	}
+	return r
 }
 
 // Rates picks the rates for weights stored as dt. A calibrated profile uses the entry with
@@ -169,6 +182,7 @@ func (p *Profile) Rates(dt Precision, threads int) (Rates, error) {
 		Basis: fmt.Sprintf("calibrated machine peaks at %d threads × efficiency (compute %.2f, memory %.2f)", c.Threads, ce, me)}
 	if k, ok := c.Kernels[dt.Name]; ok && k.GEMVGBs > 0 && k.GEMMGFLOPS > 0 {
 		r.FLOPS, r.WeightBW = k.GEMMGFLOPS*1e9, k.GEMVGBs*1e9
+		r.MatVecFLOPS = 2 * r.WeightBW / dt.Bytes
 		r.Basis = fmt.Sprintf("calibrated tokenwise kernels (%s) at %d threads", dt.Name, c.Threads)
 		if f, ok := c.Kernels["f32"]; ok && f.GEMVGBs > 0 {
 			r.OtherBW = f.GEMVGBs * 1e9 // the KV cache is f32 and read by the same loops
