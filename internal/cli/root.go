@@ -33,6 +33,10 @@ func newRoot() *cobra.Command {
 		newCountCmd(),
 		newGenerateCmd(),
 		newExportCmd(),
+		newCalibrateCmd(),
+		newBenchCmd(),
+		newCostCmd(),
+		newPlanCmd(),
 		newSynthCmd(),
 	)
 	return root
