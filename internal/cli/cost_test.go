@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/cost"
+)
+
+func repoPath(parts ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(file), "..", ".."}, parts...)...)
+}
+
+func TestCostCommandJSON(t *testing.T) {
+	out, stderr, err := runCLI(t, "cost", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm",
+		"--prompt", "1024", "--output", "256", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var e struct {
+		PrefillTokS     float64 `json:"prefill_tok_s"`
+		DecodeTokS      float64 `json:"decode_tok_s"`
+		OutputOverInput float64 `json:"output_over_input_cost"`
+		KVBytesPerToken float64 `json:"kv_bytes_per_token"`
+		Params          struct {
+			Total int64 `json:"total"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if e.Params.Total != 4_022_468_096 || e.KVBytesPerToken != 2*36*8*128*2 {
+		t.Errorf("params %d, KV/token %g", e.Params.Total, e.KVBytesPerToken)
+	}
+	if e.PrefillTokS <= e.DecodeTokS || e.OutputOverInput < 5 {
+		t.Errorf("prefill %g tok/s, decode %g tok/s, output/input %g: want decode several times dearer", e.PrefillTokS, e.DecodeTokS, e.OutputOverInput)
+	}
+}
+
+func TestCostCommandPlotAndErrors(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "q.svg")
+	if _, stderr, err := runCLI(t, "cost", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm", "--prompt", "128", "--output", "32", "--plot", svg); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(data); !strings.HasPrefix(s, "<svg") || !strings.Contains(s, "decode compute-bound") || strings.Count(s, "<path") != 2 {
+		t.Errorf("plot: want an SVG with two curves and the compute-bound marker:\n%.400s", s)
+	}
+	for _, args := range [][]string{
+		{"cost", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "tpu-v9"},
+		{"cost", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm", "--dtype", "q3_x"},
+		{"cost", "--model", "/no/such/config.json", "--hardware", "h100-sxm"},
+		{"cost", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm", "--mem-budget", "lots"},
+		{"plan", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm"},
+	} {
+		if _, _, err := runCLI(t, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+func TestPlanCommand(t *testing.T) {
+	out, stderr, err := runCLI(t, "plan", "--model", repoPath("cost", "testdata", "qwen3-30b-a3b.json"), "--hardware", "l4",
+		"--qps", "5", "--prompt", "1024", "--output", "256", "--gpu-hour-price", "0.8", "--serve-name", "Qwen/Qwen3-30B-A3B", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var p cost.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	// 61 GB of bf16 weights cannot sit on one or two 24 GB L4s.
+	if p.TP < 4 || p.Devices != p.TP*p.Replicas {
+		t.Errorf("TP %d × %d replicas = %d devices", p.TP, p.Replicas, p.Devices)
+	}
+	if !strings.Contains(p.VLLM, "vllm serve Qwen/Qwen3-30B-A3B --tensor-parallel-size ") || !strings.Contains(p.SGLang, "sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp ") {
+		t.Errorf("launch commands:\n%s\n%s", p.VLLM, p.SGLang)
+	}
+	if p.CostPerMOut <= p.CostPerMIn {
+		t.Errorf("cost per million output %g ≤ input %g", p.CostPerMOut, p.CostPerMIn)
+	}
+}
+
+// bench on a tiny synthesized model: the fields the contract names, byte accounting
+// against the shape, and a measured LM-head share.
+func TestBenchAndCalibrate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3")
+	if _, stderr, err := runCLI(t, "synth", "--config", repoPath("configs", "tiny-qwen3.json"),
+		"--tokenizer", repoPath("internal", "cli", "testdata", "tiny-tokenizer.json"), "--dtype", "bf16", "--out", dir); err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr)
+	}
+	out, stderr, err := runCLI(t, "bench", "--model", dir, "--prompt-tokens", "16", "--gen-tokens", "4", "--threads", "2", "--repeats", "2", "--json")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr)
+	}
+	var b cost.BenchResult
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.DecodeGBs <= 0 || b.LMHeadShare <= 0 || b.LMHeadShare >= 1 || b.DType != "bf16" {
+		t.Errorf("bench: %+v", b)
+	}
+	s, err := cost.LoadShape(repoPath("configs", "tiny-qwen3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Params()
+	// Untied: the embedding table is a lookup, every other tensor (bf16) is read per step.
+	if want := float64(p.Total-p.Embedding) * 2; b.WeightBytesStep != want {
+		t.Errorf("weight bytes per step %g, want %g", b.WeightBytesStep, want)
+	}
+
+	prof := filepath.Join(t.TempDir(), "cpu.json")
+	if _, stderr, err := runCLI(t, "calibrate", "--out", prof, "--threads", "2", "--read-mib", "16", "--dtypes", "bf16", "--repeats", "1"); err != nil {
+		t.Fatalf("calibrate: %v\n%s", err, stderr)
+	}
+	hw, err := cost.LoadProfile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hw.Calibration) != 2 || hw.Calibration[1].Threads != 2 || hw.Calibration[1].Kernels["bf16"].GEMVGBs <= 0 {
+		t.Errorf("calibration: %+v", hw.Calibration)
+	}
+	out, stderr, err = runCLI(t, "cost", "--model", dir, "--hardware", prof, "--threads", "2", "--prompt", "16", "--output", "4", "--json")
+	if err != nil {
+		t.Fatalf("cost: %v\n%s", err, stderr)
+	}
+	var e cost.Estimate
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Workload.DType != "bf16" || e.Workload.KVDType != "f32" || !strings.Contains(e.Rates.Basis, "kernels (bf16) at 2 threads") {
+		t.Errorf("cost on the calibrated profile: dtype %s, KV %s, basis %q", e.Workload.DType, e.Workload.KVDType, e.Rates.Basis)
+	}
+}
