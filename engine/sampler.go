@@ -13,10 +13,11 @@ import (
 // Order of application, as Hugging Face generate and vLLM do it:
 // penalties → temperature → top-k → top-p → min-p → draw.
 type SamplerParams struct {
-	// Temperature divides the logits; <= 0 means greedy (argmax, ties to the
-	// lowest id).
+	// Temperature divides the logits; 0 (or below 1e-5, where 1/T would
+	// overflow the arithmetic) means greedy: argmax, ties to the lowest id.
 	Temperature float32
-	// TopK keeps the K most likely tokens; 0 disables.
+	// TopK keeps the K most likely tokens (exactly K: of tokens tied with the
+	// K-th, the lower ids); 0 disables.
 	TopK int
 	// TopP keeps the smallest set of most likely tokens whose probability
 	// reaches P (nucleus sampling, as HF's TopPLogitsWarper); 0 or >= 1 disables.
@@ -45,6 +46,10 @@ type SamplerParams struct {
 	// (0–20); > 0 implies Logprobs.
 	TopLogprobs int
 }
+
+// minTemperature is the smallest temperature that samples; below it the
+// distribution is a point mass on the argmax anyway.
+const minTemperature = 1e-5
 
 // MaxTopLogprobs bounds SamplerParams.TopLogprobs (OpenAI's limit).
 const MaxTopLogprobs = 20
@@ -221,7 +226,7 @@ func (s *Sampler) Sample(logits []float32) (Choice, error) {
 	if s.applyPenalties(w) {
 		best, bestV = argmax(w)
 	}
-	if s.p.Temperature <= 0 {
+	if s.p.Temperature < minTemperature {
 		ch.ID = best
 	} else {
 		ch.ID = s.draw(w, bestV)

@@ -39,23 +39,26 @@ func TestGreedy(t *testing.T) {
 		{"padding rows ignored", []float32{0.1, 2, -1, 1.9, 100, 100}, 4, nil, 1},
 		{"banned", []float32{0.1, 2, -1, 1.9}, 4, []int{1}, 3},
 		{"negative and -Inf", []float32{inf, -5, -3, inf}, 4, nil, 2},
+		{"near-tie", []float32{0.1, 2, -1, 2 - 1e-6}, 4, nil, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newSampler(t, SamplerParams{}, c.vocab)
-			if err := s.Ban(c.ban...); err != nil {
-				t.Fatal(err)
-			}
-			before := slices.Clone(c.logits)
-			ch, err := s.Sample(c.logits)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ch.ID != c.want {
-				t.Errorf("got %d, want %d", ch.ID, c.want)
-			}
-			if !slices.Equal(before, c.logits) {
-				t.Error("Sample modified the caller's logits")
+			for _, temp := range []float32{0, 1e-30} { // below minTemperature is greedy too
+				s := newSampler(t, SamplerParams{Temperature: temp}, c.vocab)
+				if err := s.Ban(c.ban...); err != nil {
+					t.Fatal(err)
+				}
+				before := slices.Clone(c.logits)
+				ch, err := s.Sample(c.logits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ch.ID != c.want {
+					t.Errorf("temperature %g: got %d, want %d", temp, ch.ID, c.want)
+				}
+				if !slices.Equal(before, c.logits) {
+					t.Error("Sample modified the caller's logits")
+				}
 			}
 		})
 	}
