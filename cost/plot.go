@@ -67,7 +67,7 @@ func PlotSVG(title string, pts []SweepPoint) string {
 				xx = (x(float64(pts[i-1].Batch)) + xx) / 2
 			}
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999" stroke-dasharray="5,4"/>`+"\n", xx, top, xx, height-bottom)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#666">decode compute-bound →</text>`+"\n", xx+4, top+14)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="end" fill="#666">decode compute-bound from here →</text>`+"\n", xx-6, float64(top)+ph*0.55)
 			break
 		}
 	}

@@ -51,7 +51,7 @@ func TestCostCommandPlotAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := string(data); !strings.HasPrefix(s, "<svg") || !strings.Contains(s, "decode compute-bound") || strings.Count(s, "<path") != 2 {
+	if s := string(data); !strings.HasPrefix(s, "<svg") || !strings.Contains(s, "decode compute-bound from here") || strings.Count(s, "<path") != 2 {
 		t.Errorf("plot: want an SVG with two curves and the compute-bound marker:\n%.400s", s)
 	}
 	for _, args := range [][]string{
