@@ -118,7 +118,7 @@ func newBPE(vocab map[string]int, merges [][2]string, unk *string, prefix, suffi
 		m.runeID[i] = -1
 	}
 	for tok, id := range vocab {
-		if r, size := utf8.DecodeRuneInString(tok); size == len(tok) && r < 1<<16 && r != utf8.RuneError {
+		if r, size := utf8.DecodeRuneInString(tok); size == len(tok) && r < 1<<16 && !(r == utf8.RuneError && size == 1) {
 			m.runeID[r] = int32(id)
 		}
 	}

@@ -346,3 +346,19 @@ func TestConcurrentEncode(t *testing.T) {
 		<-done
 	}
 }
+
+// TestReplacementChar: a real U+FFFD in the text is looked up like any other character
+// (it once missed the per-character table and fell back to <0xNN> bytes).
+func TestReplacementChar(t *testing.T) {
+	tk, err := FromJSON([]byte(`{"model": {"type": "BPE", "byte_fallback": true,
+		"vocab": {"a": 0, "\ufffd": 1, "b": 2, "<0xEF>": 3, "<0xBF>": 4, "<0xBD>": 5}, "merges": []}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tk.Encode("a\uFFFDb", false); !reflect.DeepEqual(got, []int{0, 1, 2}) {
+		t.Errorf("Encode = %v, want [0 1 2]", got)
+	}
+	if got := tk.Encode("a\xffb", false); !reflect.DeepEqual(got, []int{0, 2}) {
+		t.Errorf("invalid byte without a fallback token: %v, want [0 2] (dropped, as unknown)", got)
+	}
+}
