@@ -9,9 +9,13 @@ var byteToRune [256]rune
 // byteToString holds the same characters as UTF-8 strings, so mapping a byte costs one load.
 var byteToString [256]string
 
-var runeToByteTab = map[rune]byte{}
+// runeToByteTab inverts byteToRune; every mapped character is below U+0144. -1: not one.
+var runeToByteTab [0x144]int16
 
 func init() {
+	for i := range runeToByteTab {
+		runeToByteTab[i] = -1
+	}
 	n := rune(0)
 	for b := 0; b < 256; b++ {
 		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
@@ -21,16 +25,14 @@ func init() {
 			n++
 		}
 		byteToString[b] = string(byteToRune[b])
-		runeToByteTab[byteToRune[b]] = byte(b)
+		runeToByteTab[byteToRune[b]] = int16(b)
 	}
 }
 
-// runeToByte inverts byteToRune. Every mapped character is below U+0144, so a flat check
-// handles the common case before the map.
+// runeToByte inverts byteToRune.
 func runeToByte(r rune) (byte, bool) {
-	if r < 0x144 {
-		b, ok := runeToByteTab[r]
-		return b, ok
+	if r >= 0 && r < 0x144 && runeToByteTab[r] >= 0 {
+		return byte(runeToByteTab[r]), true
 	}
 	return 0, false
 }
