@@ -38,6 +38,8 @@ func newRoot() *cobra.Command {
 		newCostCmd(),
 		newPlanCmd(),
 		newSynthCmd(),
+		newAnalyzeCmd(),
+		newSpecializeCmd(),
 	)
 	return root
 }

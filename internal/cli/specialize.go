@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokenwise/tokenwise/specialize"
+)
+
+func newSpecializeCmd() *cobra.Command {
+	var (
+		modelPath, out, init string
+		corpus, heldOut      []string
+		prune, gguf, asJSON  bool
+		add, maxNgram, padTo int
+		inputWeight          float64
+	)
+	cmd := &cobra.Command{
+		Use:   "specialize --model PATH --corpus FILE... --out DIR [--prune] [--add N] [--max-ngram K] [--init mean|exp|fvt] [--gguf]",
+		Short: "Fit a model's vocabulary to a domain: prune unused tokens, add merged ones",
+		Long: `Specialize the vocabulary of a model (HF folder, or GGUF converted first) to a corpus and
+write a new HF checkpoint to --out: model.safetensors with the embedding and LM-head rows
+sliced by the id map, tokenizer.json (loads in HF tokenizers with the same ids), configs
+with bos/eos/pad renumbered, vocab_map.json (new -> old ids), report.json and report.txt.
+
+--prune keeps every token the corpus uses, the special and added tokens, the byte alphabet
+and every piece BPE builds on the way to a kept token; every corpus text then encodes to
+exactly its old ids under the map, and any other text still encodes and decodes.
+--add N adds up to N tokens: merges appended after the original ones inside pre-tokens
+(never lengthen a text), and added tokens across pre-token boundaries (JSON punctuation
+with keys, recurring phrases), chosen by savings (output tokens weigh 1, input tokens
+--input-weight). Candidates that would lengthen any corpus text are dropped; the check
+runs on every text.
+
+New rows: --init mean (of the parts), exp (AdaptiVocab's exponential weights: toward the
+last token for input embeddings, the first for output) or fvt (mean over the old
+tokenization). vocab_size is padded to a multiple of --pad-to; padding rows are zero and
+never sampled. --held-out reports the reduction on texts not used for choosing tokens.`,
+		Example: `  tokenwise specialize --model Qwen3-0.6B/ --corpus train.jsonl --held-out test.jsonl --prune --add 512 --out q3-essay/ --gguf`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if modelPath == "" || len(corpus) == 0 || out == "" {
+				return errors.New("specialize: --model, --corpus and --out are required")
+			}
+			if !prune && add <= 0 {
+				return errors.New("specialize: nothing to do: give --prune and/or --add N")
+			}
+			docs, err := specialize.ReadCorpus(corpus...)
+			if err != nil {
+				return fmt.Errorf("specialize: %w", err)
+			}
+			var held []specialize.Doc
+			if len(heldOut) > 0 {
+				if held, err = specialize.ReadCorpus(heldOut...); err != nil {
+					return fmt.Errorf("specialize: --held-out: %w", err)
+				}
+			}
+			logw := cmd.ErrOrStderr()
+			start := time.Now()
+			r, err := specialize.Run(modelPath, docs, out, specialize.RunOptions{
+				Options: specialize.Options{Prune: prune, Add: add, MaxNgram: maxNgram, InputWeight: inputWeight,
+					Log: func(f string, a ...any) { fmt.Fprintf(logw, f+"\n", a...) }},
+				Init: init, PadTo: padTo, GGUF: gguf, HeldOut: held,
+			})
+			if err != nil {
+				return fmt.Errorf("specialize: %w", err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetEscapeHTML(false)
+				return enc.Encode(r)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), r.Text())
+			fmt.Fprintf(logw, "wrote %s (%.1f s)\n", out, time.Since(start).Seconds())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&modelPath, "model", "", "HF checkpoint folder or .gguf file")
+	f.StringSliceVar(&corpus, "corpus", nil, "corpus files (text or JSONL); repeat or comma-separate")
+	f.StringSliceVar(&heldOut, "held-out", nil, "held-out corpus files to report the reduction on")
+	f.StringVar(&out, "out", "", "output folder")
+	f.BoolVar(&prune, "prune", false, "drop tokens the corpus does not need")
+	f.IntVar(&add, "add", 0, "new tokens to add (merges and added tokens)")
+	f.IntVar(&maxNgram, "max-ngram", 8, "most tokens one new token may replace")
+	f.Float64Var(&inputWeight, "input-weight", 1.0/7, "weight of a saved input token against a saved output token")
+	f.StringVar(&init, "init", "mean", "new-row initialization: mean, exp or fvt")
+	f.IntVar(&padTo, "pad-to", 64, "pad vocab_size to a multiple of this")
+	f.BoolVar(&gguf, "gguf", false, "also write model.gguf (llama.cpp)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
