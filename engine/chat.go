@@ -46,7 +46,7 @@ func NewChatTemplate(src, bos, eos string) (*ChatTemplate, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("chat template: empty template")
 	}
-	t, err := jinja.Compile(src)
+	t, err := compile(src)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
@@ -134,11 +134,32 @@ func (c *ChatTemplate) Render(msgs []Message, opts ChatOptions) (string, error) 
 	for k, v := range opts.Vars {
 		data[k] = jinja.FromGoValue(v)
 	}
-	out, err := c.tmpl.RenderValues(data)
+	out, err := render(c.tmpl, data)
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)
 	}
 	return out, nil
+}
+
+// compile and render guard against a panic inside the template engine: a
+// template comes from a model file, and bad input must give an error, never a
+// crash (none was found fuzzing ardanlabs/jinja v1.8.0; this is defense in depth).
+func compile(src string) (t *jinja.Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("template engine failed: %v", r)
+		}
+	}()
+	return jinja.Compile(src)
+}
+
+func render(t *jinja.Template, data map[string]jinja.Value) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("template engine failed: %v", r)
+		}
+	}()
+	return t.RenderValues(data)
 }
 
 // plainString is v as Jinja prints it: a string without quotes.

@@ -390,3 +390,23 @@ func TestChatPromptIDsReference(t *testing.T) {
 		}
 	}
 }
+
+// FuzzChatTemplate feeds arbitrary template sources (seeded with the real
+// templates): compiling and rendering must return, with text or an error.
+func FuzzChatTemplate(f *testing.F) {
+	for _, n := range []string{"qwen3.jinja", "llama3.jinja", "llama-3.2-instruct.jinja", "smollm2-135m-instruct.jinja", "semantics.jinja"} {
+		b, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	msgs := []Message{{"system", "s"}, {"user", "hi"}, {"assistant", "<think>\nx\n</think>\n\nyo"}, {"user", "again"}}
+	f.Fuzz(func(t *testing.T, src string) {
+		ct, err := NewChatTemplate(src, "<s>", "</s>")
+		if err != nil {
+			return
+		}
+		ct.Render(msgs, ChatOptions{AddGenerationPrompt: true})
+	})
+}
