@@ -191,7 +191,11 @@ func printEstimate(out io.Writer, s *cost.Shape, e *cost.Estimate) {
 	} else {
 		fmt.Fprintf(out, "params   %.3fB (%.3fB embedding%s)\n", float64(p.Total)/1e9, float64(p.Embedding)/1e9, map[bool]string{true: ", tied LM head", false: ""}[s.TiedEmbeddings])
 	}
-	fmt.Fprintf(out, "rates    %.4g GFLOP/s, %.3g GB/s weights, %.3g GB/s KV: %s\n", e.Rates.FLOPS/1e9, e.Rates.WeightBW/1e9, e.Rates.OtherBW/1e9, e.Rates.Basis)
+	flops := fmt.Sprintf("%.1f TFLOP/s", e.Rates.FLOPS/1e12)
+	if e.Rates.FLOPS < 1e12 {
+		flops = fmt.Sprintf("%.2f GFLOP/s", e.Rates.FLOPS/1e9)
+	}
+	fmt.Fprintf(out, "rates    %s, %.3g GB/s weights, %.3g GB/s KV: %s\n", flops, e.Rates.WeightBW/1e9, e.Rates.OtherBW/1e9, e.Rates.Basis)
 	fmt.Fprintf(out, "memory   weights %s, KV %s/token, %s/sequence; %d sequences fit in %s\n",
 		human(e.WeightBytes), human(e.KVBytesPerToken), human(e.KVBytesPerSeq), e.MaxSeqs, human(e.MemBudget))
 	if w.Batch > e.MaxSeqs {
