@@ -115,9 +115,7 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 			}
 		}
 		sc.spans = spans[:0]
-		if t.post != nil {
-			ids, _ = t.post.process(t, ids, nil, nil, addSpecial)
-		}
+		ids, _ = t.finish(ids, nil, nil, addSpecial)
 		return ids, nil
 	}
 
@@ -161,10 +159,79 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 		}
 	}
 	sc.spans = spans[:0]
+	return t.finish(ids, offs, vals, addSpecial)
+}
+
+// finish is HF's post_process for one sequence: truncate, add special tokens, pad.
+func (t *Tokenizer) finish(ids []int, offs [][2]int, vals []string, addSpecial bool) ([]int, [][2]int) {
+	if tr := t.trunc; tr != nil {
+		limit := tr.maxLen
+		if addSpecial && t.post != nil {
+			limit = max(0, limit-t.post.added())
+		}
+		if len(ids) > limit {
+			a, b := 0, limit
+			if tr.left {
+				a, b = len(ids)-limit, len(ids)
+			}
+			ids = ids[a:b]
+			if offs != nil {
+				offs, vals = offs[a:b], vals[a:b]
+			}
+		}
+	}
 	if t.post != nil {
 		ids, offs = t.post.process(t, ids, offs, vals, addSpecial)
 	}
+	if t.pad != nil {
+		ids, offs = t.pad.apply(ids, offs, len(ids))
+	}
 	return ids, offs
+}
+
+// apply pads ids (and offsets, with empty ranges) to target, or the fixed length, rounded up
+// to the multiple.
+func (p *padding) apply(ids []int, offs [][2]int, target int) ([]int, [][2]int) {
+	if p.fixed > 0 {
+		target = p.fixed
+	}
+	if p.multiple > 0 && target%p.multiple != 0 {
+		target += p.multiple - target%p.multiple
+	}
+	n := target - len(ids)
+	if n <= 0 {
+		return ids, offs
+	}
+	padIDs := make([]int, n)
+	for i := range padIDs {
+		padIDs[i] = p.padID
+	}
+	if p.left {
+		ids = append(padIDs, ids...)
+		if offs != nil {
+			offs = append(make([][2]int, n), offs...)
+		}
+	} else {
+		ids = append(ids, padIDs...)
+		if offs != nil {
+			offs = append(offs, make([][2]int, n)...)
+		}
+	}
+	return ids, offs
+}
+
+// padBatch pads a batch to its longest member, as HF's encode_batch does with BatchLongest.
+func (t *Tokenizer) padBatch(out [][]int) {
+	if t.pad == nil || t.pad.fixed > 0 {
+		return
+	}
+	longest := 0
+	for _, ids := range out {
+		longest = max(longest, len(ids))
+	}
+	for i := range out {
+		out[i], _ = t.pad.apply(out[i], nil, longest)
+	}
 }
 
 // fastSplit reports whether the pre-tokenizer is a single regex Split that keeps the matches

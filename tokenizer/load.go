@@ -112,6 +112,7 @@ func (o obj) patternOf(key string) (lit string, re pattern.Matcher, err error) {
 type fileJSON struct {
 	Version                                                              *string
 	AddedTokens, Normalizer, PreTokenizer, Model, PostProcessor, Decoder []byte
+	Truncation, Padding                                                  []byte
 
 	vocab  map[string]int // model.vocab and model.merges, parsed in place
 	merges [][2]string
@@ -161,6 +162,8 @@ func readTopLevel(data []byte) (fileJSON, error) {
 	f.Model = fields["model"]
 	f.PostProcessor = fields["post_processor"]
 	f.Decoder = fields["decoder"]
+	f.Truncation = fields["truncation"]
+	f.Padding = fields["padding"]
 	return f, nil
 }
 
@@ -206,6 +209,12 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	if err := t.setAdded(f.AddedTokens); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	if t.trunc, err = parseTruncation(f.Truncation); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	if t.pad, err = parsePadding(f.Padding); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	return t, nil
@@ -607,4 +616,100 @@ func (t *Tokenizer) setAdded(raw json.RawMessage) error {
 		t.special[id] = t.known[id] && specials[s]
 	}
 	return nil
+}
+
+// truncation is tokenizer.json's "truncation" for a single sequence: keep max_length tokens
+// (minus what the post-processor adds), from the left or the right. The overflowing parts HF
+// keeps on the side (with stride) are not part of the ids, so they are dropped.
+type truncation struct {
+	maxLen int
+	left   bool
+}
+
+// padding is tokenizer.json's "padding": pad to a fixed length, or to the longest in a batch,
+// rounded up to a multiple.
+type padding struct {
+	fixed    int // 0: batch longest
+	multiple int
+	padID    int
+	left     bool
+}
+
+func parseDirection(o obj) (bool, error) {
+	d := "Right"
+	if err := o.get("direction", &d); err != nil {
+		return false, err
+	}
+	switch d {
+	case "Right":
+		return false, nil
+	case "Left":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s.direction: unknown %q", o.path, d)
+}
+
+func parseTruncation(raw json.RawMessage) (*truncation, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	o, err := decodeObj("truncation", raw)
+	if err != nil {
+		return nil, err
+	}
+	tr := &truncation{}
+	if err := o.need("max_length", &tr.maxLen); err != nil {
+		return nil, err
+	}
+	if tr.maxLen < 0 {
+		return nil, fmt.Errorf("truncation.max_length: %d is negative", tr.maxLen)
+	}
+	if tr.left, err = parseDirection(o); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+func parsePadding(raw json.RawMessage) (*padding, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	o, err := decodeObj("padding", raw)
+	if err != nil {
+		return nil, err
+	}
+	p := &padding{}
+	var strategy json.RawMessage
+	if err := o.get("strategy", &strategy); err != nil {
+		return nil, err
+	}
+	var name string
+	var fixed struct {
+		Fixed *int
+	}
+	switch {
+	case isNull(strategy):
+	case json.Unmarshal(strategy, &name) == nil:
+		if name != "BatchLongest" {
+			return nil, fmt.Errorf("padding.strategy: unknown %q", name)
+		}
+	case json.Unmarshal(strategy, &fixed) == nil && fixed.Fixed != nil && *fixed.Fixed > 0:
+		p.fixed = *fixed.Fixed
+	default:
+		return nil, fmt.Errorf("padding.strategy: want \"BatchLongest\" or {\"Fixed\": n}")
+	}
+	var multiple *int
+	if err := o.get("pad_to_multiple_of", &multiple); err != nil {
+		return nil, err
+	}
+	if multiple != nil {
+		p.multiple = max(0, *multiple)
+	}
+	if err := o.get("pad_id", &p.padID); err != nil {
+		return nil, err
+	}
+	if p.left, err = parseDirection(o); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

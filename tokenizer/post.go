@@ -10,6 +10,19 @@ import (
 // offsets (offs is nil when offsets are not wanted). Added tokens get the range [0,0).
 type postProcessor interface {
 	process(t *Tokenizer, ids []int, offs [][2]int, vals []string, addSpecial bool) ([]int, [][2]int)
+	// added is how many tokens process adds to a single sequence (truncation leaves room).
+	added() int
+}
+
+func (p *templatePost) added() int  { return len(p.before) + len(p.after) }
+func (p *byteLevelPost) added() int { return 0 }
+func (p *robertaPost) added() int   { return 2 }
+func (q postSequence) added() int {
+	n := 0
+	for _, p := range q {
+		n += p.added()
+	}
+	return n
 }
 
 // templatePost is TemplateProcessing's "single" template: the sequence with special tokens

@@ -19,6 +19,8 @@ type Tokenizer struct {
 	pre        []preTokenizer // applied in order
 	model      *bpeModel
 	post       postProcessor // nil: none
+	trunc      *truncation   // nil: none
+	pad        *padding      // nil: none
 	decoder    decoder       // nil: none
 	added      *addedVocab
 
@@ -98,6 +100,7 @@ func (t *Tokenizer) EncodeBatch(texts []string, addSpecial bool, threads int) []
 	if threads > len(texts) {
 		threads = len(texts)
 	}
+	defer t.padBatch(out)
 	if threads <= 1 {
 		for i, s := range texts {
 			out[i] = t.Encode(s, addSpecial)

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -360,5 +361,38 @@ func TestReplacementChar(t *testing.T) {
 	}
 	if got := tk.Encode("a\xffb", false); !reflect.DeepEqual(got, []int{0, 2}) {
 		t.Errorf("invalid byte without a fallback token: %v, want [0 2] (dropped, as unknown)", got)
+	}
+}
+
+// TestTruncationPadding compares truncation (both directions, room left for special tokens)
+// and padding (fixed, batch-longest, multiple-of, left/right) with the Rust library's
+// encode and encode_batch.
+func TestTruncationPadding(t *testing.T) {
+	var inputs []string
+	b, _ := os.ReadFile(filepath.Join("testdata", "inputs.json"))
+	if err := json.Unmarshal(b, &inputs); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"trunc_pad", "trunc_pad2"} {
+		tk := loadFixture(t, name)
+		var golden map[string]struct{ Single, Batch [][]int }
+		b, err := os.ReadFile(filepath.Join("testdata", "golden_batch_"+name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &golden); err != nil {
+			t.Fatal(err)
+		}
+		for _, add := range []bool{false, true} {
+			g := golden[fmt.Sprint(add)]
+			for i, s := range inputs {
+				if got := tk.Encode(s, add); !reflect.DeepEqual(got, g.Single[i]) {
+					t.Errorf("%s Encode(%q, %v) = %v, HF %v", name, s, add, got, g.Single[i])
+				}
+			}
+			if got := tk.EncodeBatch(inputs[:7], add, 2); !reflect.DeepEqual(got, g.Batch) {
+				t.Errorf("%s EncodeBatch(add=%v) = %v, HF %v", name, add, got, g.Batch)
+			}
+		}
 	}
 }

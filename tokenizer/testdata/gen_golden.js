@@ -19,3 +19,19 @@ const inputs = JSON.parse(fs.readFileSync(dir + '/inputs.json'));
     fs.writeFileSync(`${dir}/golden_${name}.jsonl`, out.join('\n') + '\n');
   }
 })();
+
+// Truncation and padding: golden_batch_*.json holds, per add_special_tokens setting, the ids
+// of encode() for every input and of encodeBatch() for the first seven (padding to the longest).
+(async () => {
+  for (const name of ['trunc_pad', 'trunc_pad2']) {
+    const t = Tokenizer.fromFile(`${dir}/${name}.json`);
+    const out = {};
+    for (const add of [false, true]) {
+      const single = [];
+      for (const c of inputs) single.push(Array.from((await t.encode(c, null, {addSpecialTokens: add})).getIds()));
+      const batch = (await t.encodeBatch(inputs.slice(0, 7), {addSpecialTokens: add})).map(e => Array.from(e.getIds()));
+      out[add] = {single, batch};
+    }
+    fs.writeFileSync(`${dir}/golden_batch_${name}.json`, JSON.stringify(out) + '\n');
+  }
+})();
