@@ -111,3 +111,19 @@ func BenchmarkLoadGemma3(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecode is decode throughput (MB/s of text produced) on benchCorpus.
+func BenchmarkDecode(b *testing.B) {
+	text := benchCorpus()
+	for _, name := range []string{"qwen3", "gemma3"} {
+		b.Run(name, func(b *testing.B) {
+			tk := realTokenizer(b, name)
+			ids := tk.Encode(text, false)
+			b.SetBytes(int64(len(text)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				tk.Decode(ids, false)
+			}
+		})
+	}
+}

@@ -15,41 +15,105 @@ type decoder interface {
 }
 
 func (t *Tokenizer) decode(ids []int, skipSpecial bool) string {
+	skip := func(id int) bool {
+		return id < 0 || id >= len(t.known) || !t.known[id] || (skipSpecial && t.special[id])
+	}
+	if t.decBytes != nil {
+		// ByteLevel decoder alone: each token's bytes were worked out at load time, so
+		// decoding is concatenation plus the final UTF-8 repair.
+		n := 0
+		for _, id := range ids {
+			if !skip(id) {
+				n += len(t.decBytes[id])
+			}
+		}
+		b := make([]byte, 0, n)
+		for _, id := range ids {
+			if !skip(id) {
+				b = append(b, t.decBytes[id]...)
+			}
+		}
+		return lossyUTF8(b)
+	}
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if id < 0 || id >= len(t.known) || !t.known[id] || (skipSpecial && t.special[id]) {
+		if skip(id) {
 			continue
 		}
-		toks = append(toks, t.idToToken[id])
+		if t.decText != nil {
+			toks = append(toks, t.decText[id])
+		} else {
+			toks = append(toks, t.idToToken[id])
+		}
 	}
 	if t.decoder == nil {
 		return strings.Join(toks, " ")
 	}
-	return strings.Join(t.decoder.decodeChain(toks), "")
+	if t.decRest == nil {
+		return strings.Join(toks, "")
+	}
+	return strings.Join(t.decRest.decodeChain(toks), "")
+}
+
+// prepareDecode precomputes what the decoder does to each token on its own: the bytes of
+// every token for a lone ByteLevel decoder, or the text after the leading Replace decoders
+// of a Sequence (Gemma's "▁" -> " "), so Decode does not redo it for every occurrence.
+func (t *Tokenizer) prepareDecode() {
+	t.decRest = t.decoder
+	switch d := t.decoder.(type) {
+	case byteLevelDec:
+		t.decBytes = make([]string, len(t.idToToken))
+		for id, tok := range t.idToToken {
+			t.decBytes[id] = string(d.tokenBytes(nil, tok))
+		}
+	case decSequence:
+		k := 0
+		for k < len(d) {
+			if _, ok := d[k].(*replaceDec); !ok {
+				break
+			}
+			k++
+		}
+		if k == 0 {
+			return
+		}
+		t.decText = make([]string, len(t.idToToken))
+		for id, tok := range t.idToToken {
+			for _, r := range d[:k] {
+				tok = r.(*replaceDec).r.normalize(span{s: tok, id: -1}).s
+			}
+			t.decText[id] = tok
+		}
+		t.decRest = nil
+		if k < len(d) {
+			t.decRest = d[k:]
+		}
+	}
 }
 
 // byteLevelDec turns ByteLevel characters back into bytes. A token with a character outside
 // the 256-entry alphabet (an added token, say) is kept as its own text, as in HF.
 type byteLevelDec struct{}
 
-func (byteLevelDec) decodeChain(toks []string) []string {
+func (d byteLevelDec) decodeChain(toks []string) []string {
 	var b []byte
 	for _, tok := range toks {
-		start := len(b)
-		ok := true
-		for _, r := range tok {
-			v, in := runeToByte(r)
-			if !in {
-				ok = false
-				break
-			}
-			b = append(b, v)
-		}
-		if !ok {
-			b = append(b[:start], tok...)
-		}
+		b = d.tokenBytes(b, tok)
 	}
 	return []string{lossyUTF8(b)}
+}
+
+// tokenBytes appends the bytes one token stands for.
+func (byteLevelDec) tokenBytes(b []byte, tok string) []byte {
+	start := len(b)
+	for _, r := range tok {
+		v, in := runeToByte(r)
+		if !in {
+			return append(b[:start], tok...)
+		}
+		b = append(b, v)
+	}
+	return b
 }
 
 // lossyUTF8 is Rust's String::from_utf8_lossy: each maximal invalid subsequence becomes one

@@ -211,6 +211,7 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, error) {
 	if err := t.setAdded(f.AddedTokens); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
+	t.prepareDecode()
 	if t.trunc, err = parseTruncation(f.Truncation); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}

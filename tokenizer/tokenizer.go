@@ -22,6 +22,9 @@ type Tokenizer struct {
 	trunc      *truncation   // nil: none
 	pad        *padding      // nil: none
 	decoder    decoder       // nil: none
+	decBytes   []string      // id -> bytes, when the decoder is ByteLevel alone
+	decText    []string      // id -> text after the decoder's per-token steps
+	decRest    decoder       // the decoder steps left to run on decText/idToToken
 	added      *addedVocab
 
 	idToToken []string // id -> token string, model vocab and added tokens
