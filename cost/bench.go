@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -44,14 +45,20 @@ type BenchResult struct {
 	// DecodeGBs is the bytes one decode step must read — every weight tensor as stored
 	// (the embedding table only when it is also the LM head) and the KV cache so far —
 	// times steps per second.
-	DecodeGBs       float64   `json:"decode_gb_s"`
-	PrefillGFLOPS   float64   `json:"prefill_gflop_s"`
-	DecodeGFLOPS    float64   `json:"decode_gflop_s"`
-	WeightBytesStep float64   `json:"weight_bytes_per_step"`
-	KVBytesStep     float64   `json:"kv_bytes_per_step"` // mean over the steps
-	DecodeMsPerStep float64   `json:"decode_ms_per_step"`
-	LMHeadMsPerStep float64   `json:"lm_head_ms_per_step"`
-	LMHeadShare     float64   `json:"lm_head_share"` // LM-head product time / decode step time
+	DecodeGBs       float64 `json:"decode_gb_s"`
+	PrefillGFLOPS   float64 `json:"prefill_gflop_s"`
+	DecodeGFLOPS    float64 `json:"decode_gflop_s"`
+	WeightBytesStep float64 `json:"weight_bytes_per_step"`
+	KVBytesStep     float64 `json:"kv_bytes_per_step"` // mean over the steps
+	DecodeMsPerStep float64 `json:"decode_ms_per_step"`
+	LMHeadMsPerStep float64 `json:"lm_head_ms_per_step"`
+	LMHeadShare     float64 `json:"lm_head_share"` // LM-head product time / decode step time
+	// PrefillTokSCPU and DecodeTokSCPU use the process's CPU time per thread instead of
+	// elapsed time (a prefill-only generation, then a full one: the difference is the
+	// decode), so that busy neighbours on a shared machine do not count. Compare them with a
+	// profile from `calibrate --clock cpu`. Absent where CPU time is not available.
+	PrefillTokSCPU  float64   `json:"prefill_tok_s_cpu,omitempty"`
+	DecodeTokSCPU   float64   `json:"decode_tok_s_cpu,omitempty"`
 	PrefillRunsTokS []float64 `json:"prefill_runs_tok_s"`
 	DecodeRunsTokS  []float64 `json:"decode_runs_tok_s"`
 }
@@ -114,16 +121,32 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 		logf("warmup %d done\n", i+1)
 	}
 	r := &BenchResult{Model: path, PromptTokens: o.PromptTokens, GenTokens: o.GenTokens, Repeats: o.Repeats}
+	threads := float64(o.Threads)
+	if o.Threads <= 0 {
+		threads = float64(runtime.GOMAXPROCS(0)) // what the model's pool starts
+	}
+	var cpuPrefill, cpuDecode []float64
 	for i := range o.Repeats {
+		c0, cpuOK := processCPU()
+		if _, err := gen(0); err != nil {
+			return nil, err
+		}
+		c1, _ := processCPU()
 		res, err := gen(o.GenTokens)
 		if err != nil {
 			return nil, err
 		}
+		c2, _ := processCPU()
 		r.PrefillRunsTokS = append(r.PrefillRunsTokS, res.Timing.PrefillTokS)
 		r.DecodeRunsTokS = append(r.DecodeRunsTokS, res.Timing.DecodeTokS)
+		if pf, all := (c1 - c0).Seconds(), (c2 - c1).Seconds(); cpuOK && pf > 0 && all > pf {
+			cpuPrefill = append(cpuPrefill, float64(o.PromptTokens)/(pf/threads))
+			cpuDecode = append(cpuDecode, float64(o.GenTokens)/((all-pf)/threads))
+		}
 		logf("run %d: prefill %.1f tok/s, decode %.2f tok/s\n", i+1, res.Timing.PrefillTokS, res.Timing.DecodeTokS)
 	}
 	r.PrefillTokS, r.DecodeTokS = median(r.PrefillRunsTokS), median(r.DecodeRunsTokS)
+	r.PrefillTokSCPU, r.DecodeTokSCPU = median(cpuPrefill), median(cpuDecode)
 
 	// What a step reads and computes.
 	w, err := openWeights(path)

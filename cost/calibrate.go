@@ -2,6 +2,7 @@ package cost
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -24,10 +25,20 @@ type CalibrateOptions struct {
 	// matrix×vector kernels: it must be well beyond the last-level cache (server L3s reach
 	// hundreds of MiB), or the "memory" bandwidth is the cache's.
 	ReadMiB int
-	DTypes  []string  // weight dtypes for the kernel measurements; empty: f32 f16 bf16 q8_0 q4_0
-	Repeats int       // best of this many timings per number (default 5)
-	Log     io.Writer // progress; nil: none
+	DTypes  []string // weight dtypes for the kernel measurements; empty: f32 f16 bf16 q8_0 q4_0
+	Repeats int      // timings per number (default 5)
+	// Clock is "wall" (default) or "cpu". With "cpu" the kernel rates divide the work by
+	// the process's CPU time per thread instead of elapsed time: on a machine shared with
+	// other busy processes, elapsed time measures the neighbours as much as the kernels.
+	// Compare such a profile with bench's *_cpu fields.
+	Clock string
+	Log   io.Writer // progress; nil: none
 }
+
+// gemmTokens are the token counts at which the matrix×matrix kernel is measured: its rate
+// grows with the tokens that share each widened weight row, so a 16-token prefill runs
+// slower per FLOP than a 256-token one.
+var gemmTokens = []int{16, 64, 256}
 
 // Calibrate measures this machine into a CPU profile: for each thread count the read
 // bandwidth (a sum over a large array), the FMA peak (a register-only loop) and the rates
@@ -50,6 +61,17 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	if o.Repeats <= 0 {
 		o.Repeats = 5
 	}
+	switch o.Clock {
+	case "":
+		o.Clock = "wall"
+	case "wall":
+	case "cpu":
+		if _, ok := processCPU(); !ok {
+			return nil, errors.New("calibrate: CPU time is not available on this system; use the wall clock")
+		}
+	default:
+		return nil, fmt.Errorf("calibrate: clock %q: want wall or cpu", o.Clock)
+	}
 	logf := func(format string, a ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, format, a...)
@@ -68,8 +90,9 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	cpuName := cpuModel()
 	p := &Profile{
 		Name: o.Name, Kind: "cpu",
-		Source: fmt.Sprintf("tokenwise calibrate on %s, %d CPUs, %s/%s, %s, %s", cpuName, runtime.NumCPU(),
-			runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC")),
+		Source: fmt.Sprintf("tokenwise calibrate on %s, %d CPUs, %s/%s, %s, %s; kernel rates by %s clock", cpuName, runtime.NumCPU(),
+			runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.Clock),
+		Clock:             o.Clock,
 		MemGB:             memTotalGB(),
 		Interconnect:      Interconnect{Name: "none"},
 		ComputeEfficiency: 1, MemoryEfficiency: 1,
@@ -97,20 +120,27 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	words = nil
 	for _, d := range o.DTypes {
 		dt, _ := kernelDType(d)
-		gemv, err := newBench(dt, o.ReadMiB)
+		kb, err := newBench(dt, o.ReadMiB)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", d, err)
 		}
 		for i, t := range o.Threads {
 			pool := kernels.NewPool(t)
 			s := kernels.NewScratch(pool.Threads())
-			k := KernelRates{
-				GEMVGBs:    medianOf(o.Repeats, func() float64 { return gemv.gemvGBs(pool, s) }),
-				GEMMGFLOPS: medianOf(o.Repeats, func() float64 { return gemv.gemmGFLOPS(pool, s) }),
+			k := KernelRates{GEMVGBs: medianOf(o.Repeats, func() float64 {
+				return float64(len(kb.big.Data)) / timed(o.Clock, t, func() { kernels.MatVec(pool, kb.out, &kb.big, kb.x, s) }) / 1e9
+			})}
+			for _, n := range gemmTokens {
+				flops := 2 * float64(n) * float64(kb.small.Rows) * float64(kb.small.Cols)
+				g := medianOf(max(3, o.Repeats/2), func() float64 {
+					return flops / timed(o.Clock, t, func() { kernels.MatMul(pool, kb.outs, &kb.small, kb.xs, n, s) }) / 1e9
+				})
+				k.GEMM = append(k.GEMM, TokenRate{Tokens: n, GFLOPS: g})
+				k.GEMMGFLOPS = max(k.GEMMGFLOPS, g)
 			}
 			pool.Close()
 			p.Calibration[i].Kernels[d] = k
-			logf("threads %d: %-4s kernels: matvec %.1f GB/s, matmul %.1f GFLOP/s\n", t, d, k.GEMVGBs, k.GEMMGFLOPS)
+			logf("threads %d: %-4s kernels: matvec %.2f GB/s, matmul %v\n", t, d, k.GEMVGBs, k.GEMM)
 		}
 		runtime.GC()
 	}
@@ -150,6 +180,20 @@ func best(n int, f func() float64) float64 {
 }
 
 var sinkWords uint64
+
+// timed runs f once and returns its duration in seconds: elapsed, or with clock "cpu" the
+// process CPU time it used divided by the threads that ran it.
+func timed(clock string, threads int, f func()) float64 {
+	if clock == "cpu" {
+		c0, _ := processCPU()
+		f()
+		c1, _ := processCPU()
+		return max((c1-c0).Seconds()/float64(threads), 1e-9)
+	}
+	start := time.Now()
+	f()
+	return max(time.Since(start).Seconds(), 1e-9)
+}
 
 // medianOf is the median of n measurements. The kernel rates predict what `tokenwise
 // bench` reports, which is a median too, so both sides see the same kind of noise.
@@ -259,11 +303,11 @@ func newBench(dt tensor.DType, mib int) (*kernelBench, error) {
 	for r := range rows {
 		copy(data[r*rowBytes:], row)
 	}
-	b := &kernelBench{tokens: 128}
+	b := &kernelBench{tokens: gemmTokens[len(gemmTokens)-1]}
 	if b.big, err = kernels.NewMat(dt, rows, cols, data); err != nil {
 		return nil, err
 	}
-	const smallRows = 2048
+	const smallRows = 1024
 	if b.small, err = kernels.NewMat(dt, smallRows, cols, data[:smallRows*rowBytes]); err != nil {
 		return nil, err
 	}
@@ -309,19 +353,6 @@ func randomRow(dt tensor.DType, cols int) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("dtype %v: no random row", dt)
-}
-
-func (b *kernelBench) gemvGBs(p *kernels.Pool, s *kernels.Scratch) float64 {
-	start := time.Now()
-	kernels.MatVec(p, b.out, &b.big, b.x, s)
-	return float64(len(b.big.Data)) / time.Since(start).Seconds() / 1e9
-}
-
-func (b *kernelBench) gemmGFLOPS(p *kernels.Pool, s *kernels.Scratch) float64 {
-	start := time.Now()
-	kernels.MatMul(p, b.outs, &b.small, b.xs, b.tokens, s)
-	flops := 2 * float64(b.tokens) * float64(b.small.Rows) * float64(b.small.Cols)
-	return flops / time.Since(start).Seconds() / 1e9
 }
 
 // cpuModel is /proc/cpuinfo's model name where there is one.

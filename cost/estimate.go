@@ -109,7 +109,7 @@ func (s *Shape) Estimate(p *Profile, w Workload) (*Estimate, error) {
 		e.MaxSeqs = int(free / e.KVBytesPerSeq)
 	}
 
-	e.Prefill = phase(r, s.Prefill(w.Prompt, w.Batch, w.DType, w.KV, act), w.Prompt*w.Batch)
+	e.Prefill = phase(r.forBatch(w.Prompt*w.Batch), s.Prefill(w.Prompt, w.Batch, w.DType, w.KV, act), w.Prompt*w.Batch)
 	// Decode step j attends over prompt + j cached tokens; the steps are summed one by one
 	// because each is max(compute, memory) of its own.
 	dr := r.forBatch(w.Batch)
@@ -201,7 +201,7 @@ func (s *Shape) Sweep(p *Profile, w Workload, batches []int) ([]SweepPoint, erro
 	act := activationPrecision(p)
 	var out []SweepPoint
 	for _, b := range batches {
-		pt, _, _ := r.Time(s.Prefill(w.Prompt, b, w.DType, w.KV, act))
+		pt, _, _ := r.forBatch(w.Prompt * b).Time(s.Prefill(w.Prompt, b, w.DType, w.KV, act))
 		dt, c, m := r.forBatch(b).Time(s.DecodeStep(w.Prompt+w.Output/2, b, w.DType, w.KV, act))
 		bound := "memory"
 		if c >= m {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"sort"
@@ -34,6 +35,8 @@ type Profile struct {
 	MemoryEfficiency  float64 `json:"memory_efficiency"`
 	// Calibration holds measured rates, one entry per thread count (CPU profiles).
 	Calibration []ThreadRates `json:"calibration,omitempty"`
+	// Clock says how the kernel rates were timed: "wall" or "cpu" (CPU time per thread).
+	Clock string `json:"clock,omitempty"`
 }
 
 // Interconnect is how devices of this kind talk to each other.
@@ -59,8 +62,15 @@ type ThreadRates struct {
 
 // KernelRates are measured rates of the project's kernels on one weight dtype.
 type KernelRates struct {
-	GEMVGBs    float64 `json:"gemv_gb_s"`
-	GEMMGFLOPS float64 `json:"gemm_gflops"`
+	GEMVGBs    float64     `json:"gemv_gb_s"`
+	GEMMGFLOPS float64     `json:"gemm_gflops"`    // the best of GEMM
+	GEMM       []TokenRate `json:"gemm,omitempty"` // by tokens per pass
+}
+
+// TokenRate is the matrix×matrix rate at a number of tokens per pass.
+type TokenRate struct {
+	Tokens int     `json:"tokens"`
+	GFLOPS float64 `json:"gflops"`
 }
 
 //go:embed profiles/*.json
@@ -137,13 +147,33 @@ type Rates struct {
 	// decode step of one sequence runs that kernel, not the matrix×matrix one that FLOPS
 	// measures, and its measured bandwidth already includes whatever limits it.
 	MatVecFLOPS float64 `json:"matvec_flops,omitempty"`
+	// GEMM, when set, is the matrix×matrix rate by tokens per pass; forBatch interpolates it.
+	GEMM []TokenRate `json:"gemm,omitempty"`
 }
 
 // forBatch is the rates for a pass of `tokens` tokens per weight read: one token runs the
 // matrix×vector kernel.
 func (r Rates) forBatch(tokens int) Rates {
-	if tokens == 1 && r.MatVecFLOPS > r.FLOPS {
-		r.FLOPS = r.MatVecFLOPS
+	if tokens == 1 && r.MatVecFLOPS > 0 {
+		r.FLOPS = max(r.MatVecFLOPS, r.FLOPS)
+		return r
+	}
+	if g := r.GEMM; len(g) > 0 {
+		// Linear in log(tokens) between measured points, flat beyond them.
+		switch {
+		case tokens <= g[0].Tokens:
+			r.FLOPS = g[0].GFLOPS * 1e9
+		case tokens >= g[len(g)-1].Tokens:
+			r.FLOPS = g[len(g)-1].GFLOPS * 1e9
+		default:
+			for i := 1; i < len(g); i++ {
+				if tokens <= g[i].Tokens {
+					f := math.Log(float64(tokens)/float64(g[i-1].Tokens)) / math.Log(float64(g[i].Tokens)/float64(g[i-1].Tokens))
+					r.FLOPS = (g[i-1].GFLOPS + f*(g[i].GFLOPS-g[i-1].GFLOPS)) * 1e9
+					break
+				}
+			}
+		}
 	}
 	return r
 }
@@ -183,7 +213,11 @@ func (p *Profile) Rates(dt Precision, threads int) (Rates, error) {
 	if k, ok := c.Kernels[dt.Name]; ok && k.GEMVGBs > 0 && k.GEMMGFLOPS > 0 {
 		r.FLOPS, r.WeightBW = k.GEMMGFLOPS*1e9, k.GEMVGBs*1e9
 		r.MatVecFLOPS = 2 * r.WeightBW / dt.Bytes
+		r.GEMM = k.GEMM
 		r.Basis = fmt.Sprintf("calibrated tokenwise kernels (%s) at %d threads", dt.Name, c.Threads)
+		if p.Clock == "cpu" {
+			r.Basis += ", CPU-time clock"
+		}
 		if f, ok := c.Kernels["f32"]; ok && f.GEMVGBs > 0 {
 			r.OtherBW = f.GEMVGBs * 1e9 // the KV cache is f32 and read by the same loops
 		}

@@ -21,6 +21,7 @@ type calibrateFlags struct {
 	readMiB int
 	dtypes  string
 	repeats int
+	clock   string
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -32,7 +33,7 @@ func newCalibrateCmd() *cobra.Command {
 a large array), the f32 FMA peak (a register-only loop, AVX-512 or AVX2 where present), and
 the rates tokenwise's own kernels reach on each weight dtype: the decode product
 (matrix×vector over --read-mib of weights, as GB/s) and the prefill product (matrix×matrix,
-128 tokens × 2048×2048 weights, as GFLOP/s). The profile it writes is what
+16, 64 and 256 tokens × 1024×2048 weights, as GFLOP/s). The profile it writes is what
 'tokenwise cost --hardware FILE' reads; predictions use the kernel rates.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,7 +46,8 @@ the rates tokenwise's own kernels reach on each weight dtype: the decode product
 	fl.IntVar(&f.threads, "threads", 0, "most threads to measure (0: every CPU)")
 	fl.IntVar(&f.readMiB, "read-mib", 1024, "array and matrix size in MiB; keep it well above the last-level cache")
 	fl.StringVar(&f.dtypes, "dtypes", "f32,f16,bf16,q8_0,q4_0", "weight dtypes whose kernels are measured")
-	fl.IntVar(&f.repeats, "repeats", 5, "timings per number (the best is kept)")
+	fl.IntVar(&f.repeats, "repeats", 5, "timings per number (peaks: the best; kernel rates: the median)")
+	fl.StringVar(&f.clock, "clock", "wall", "time the kernels by the wall clock, or by CPU time per thread (cpu: for a machine shared with busy processes; compare with bench's *_cpu fields)")
 	return cmd
 }
 
@@ -64,7 +66,7 @@ func runCalibrate(f calibrateFlags, stdout, stderr io.Writer) error {
 	threads = append(threads, top)
 	p, err := cost.Calibrate(cost.CalibrateOptions{
 		Name: f.name, Threads: threads, ReadMiB: f.readMiB, Repeats: f.repeats,
-		DTypes: strings.Split(f.dtypes, ","), Log: stderr,
+		DTypes: strings.Split(f.dtypes, ","), Clock: f.clock, Log: stderr,
 	})
 	if err != nil {
 		return err
