@@ -1,9 +1,23 @@
 // Package tokenizer loads Hugging Face tokenizer.json files and encodes and decodes text
-// exactly as the Rust `tokenizers` library (v0.23) does: normalizer, pre-tokenizer, BPE model,
-// added tokens, post-processor and decoder.
+// exactly as the Rust `tokenizers` library (v0.23) does: added tokens, normalizer,
+// pre-tokenizer, BPE model, post-processor, truncation/padding and decoder.
 //
-// Offsets returned by EncodeOffsets are byte offsets into the original Go string, where
-// Hugging Face returns char (Unicode scalar) offsets; the two agree on ASCII text.
+// Supported: the BPE model (merges as "a b" or ["a","b"], ignore_merges, byte_fallback,
+// unk_token/fuse_unk, continuing_subword_prefix, end_of_word_suffix; dropout is ignored);
+// normalizers NFC/NFD/NFKC/NFKD, Lowercase, Replace, Prepend, Strip, StripAccents, ByteLevel,
+// BertNormalizer, Sequence; pre-tokenizers Split, ByteLevel, Metaspace, Whitespace,
+// WhitespaceSplit, Digits, Punctuation, BertPreTokenizer, Sequence; post-processors
+// TemplateProcessing (single), ByteLevel, BertProcessing, RobertaProcessing, Sequence;
+// decoders ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, WordPiece, BPEDecoder,
+// Sequence. Anything else (other models, Precompiled, CTC, ...) fails at load, naming it.
+//
+// Differences from HF, all at the edges:
+//   - Offsets are byte offsets into the Go string where HF gives char offsets. Like HF, a
+//     token holding part of a character (byte-level BPE) reports the whole character.
+//   - Input is taken as bytes: invalid UTF-8 is not an error; a byte-level model encodes the
+//     raw bytes, other models treat each bad byte as an unknown character.
+//   - A model whose unk_token is not in its vocabulary is refused at load (HF fails later,
+//     when the first unknown character appears).
 package tokenizer
 
 import (
