@@ -105,8 +105,13 @@ func TestBenchAndCalibrate(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &b); err != nil {
 		t.Fatal(err)
 	}
-	if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.DecodeGBs <= 0 || b.LMHeadShare <= 0 || b.LMHeadShare >= 1 || b.DType != "bf16" {
+	if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.DecodeGBs <= 0 || b.DType != "bf16" {
 		t.Errorf("bench: %+v", b)
+	}
+	// The untied 151,936×128 head is 98% of the bytes a step reads: its product must take
+	// most of the step (timings on a shared machine are noisy, hence the loose upper bound).
+	if b.LMHeadShare < 0.5 || b.LMHeadShare > 1.5 {
+		t.Errorf("LM head share %.2f: want most of the step", b.LMHeadShare)
 	}
 	s, err := cost.LoadShape(repoPath("configs", "tiny-qwen3.json"))
 	if err != nil {
