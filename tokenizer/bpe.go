@@ -57,7 +57,7 @@ type symbol struct {
 type bpeScratch struct {
 	syms  []symbol
 	ranks []uint64 // rank<<32|newID of the pair starting at each symbol; noPair when none
-	heap  []mergeItem
+	heap  []uint64
 	buf   []byte
 	local map[string][]uint32 // small lock-free cache in front of bpeModel.cache
 }
@@ -418,85 +418,84 @@ func (m *bpeModel) mergeAll(sc *bpeScratch) {
 	}
 }
 
-type mergeItem struct {
-	rank  uint32
-	pos   int32
-	newID int32
-}
-
-func (a mergeItem) less(b mergeItem) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
-}
-
 // mergeHeap is HF's merge_all for long pieces: a min-heap on (rank, position) with lazy
-// deletion of entries whose pair no longer exists.
+// deletion of entries whose pair no longer exists. An entry is one uint64, rank<<32|position,
+// so ordering is a single compare. An entry is still valid when the pair now at its position
+// has the same rank: a rank names one merge rule, hence one pair.
 func (m *bpeModel) mergeHeap(sc *bpeScratch) {
 	syms := sc.syms
 	h := sc.heap[:0]
-	push := func(it mergeItem) {
-		h = append(h, it)
+	push := func(v uint64) {
+		h = append(h, v)
 		i := len(h) - 1
 		for i > 0 {
 			p := (i - 1) / 2
-			if !h[i].less(h[p]) {
+			if h[p] <= v {
 				break
 			}
-			h[i], h[p] = h[p], h[i]
+			h[i] = h[p]
 			i = p
 		}
+		h[i] = v
 	}
-	pop := func() mergeItem {
+	pop := func() uint64 {
 		top := h[0]
-		last := len(h) - 1
-		h[0] = h[last]
-		h = h[:last]
+		last := h[len(h)-1]
+		h = h[:len(h)-1]
+		n := len(h)
+		if n == 0 {
+			return top
+		}
 		i := 0
 		for {
-			l, r, s := 2*i+1, 2*i+2, i
-			if l < len(h) && h[l].less(h[s]) {
-				s = l
-			}
-			if r < len(h) && h[r].less(h[s]) {
-				s = r
-			}
-			if s == i {
+			c := 2*i + 1
+			if c >= n {
 				break
 			}
-			h[i], h[s] = h[s], h[i]
-			i = s
+			if c+1 < n && h[c+1] < h[c] {
+				c++
+			}
+			if last <= h[c] {
+				break
+			}
+			h[i] = h[c]
+			i = c
 		}
+		h[i] = last
 		return top
 	}
+	entry := func(v uint64, pos int32) uint64 { return v>>32<<32 | uint64(uint32(pos)) }
 	for i := 0; i+1 < len(syms); i++ {
 		if v := m.pairRank(syms[i].id, syms[i+1].id); v != noPair {
-			push(mergeItem{uint32(v >> 32), int32(i), int32(uint32(v))})
+			push(entry(v, int32(i)))
 		}
 	}
 	for len(h) > 0 {
 		top := pop()
-		cur := &syms[top.pos]
+		pos := int32(uint32(top))
+		cur := &syms[pos]
 		if cur.id < 0 || cur.next < 0 { // removed, or last
 			continue
 		}
 		right := cur.next
 		v := m.pairRank(cur.id, syms[right].id)
-		if v == noPair || int32(uint32(v)) != top.newID {
+		if v == noPair || v>>32 != top>>32 {
 			continue // stale entry
 		}
-		cur.id = top.newID
+		cur.id = int32(uint32(v))
 		cur.end = syms[right].end
 		cur.next = syms[right].next
 		syms[right].id = -1 // removed
 		syms[right].next = -1
 		if cur.next >= 0 {
-			syms[cur.next].prev = top.pos
+			syms[cur.next].prev = pos
 			if v := m.pairRank(cur.id, syms[cur.next].id); v != noPair {
-				push(mergeItem{uint32(v >> 32), top.pos, int32(uint32(v))})
+				push(entry(v, pos))
 			}
 		}
 		if cur.prev >= 0 {
 			if v := m.pairRank(syms[cur.prev].id, cur.id); v != noPair {
-				push(mergeItem{uint32(v >> 32), cur.prev, int32(uint32(v))})
+				push(entry(v, cur.prev))
 			}
 		}
 	}
