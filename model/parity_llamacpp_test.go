@@ -10,12 +10,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tokenwise/tokenwise/convert"
 	"github.com/tokenwise/tokenwise/formats/gguf"
@@ -38,14 +40,18 @@ type llamaResult struct {
 
 // runLlamaCpp runs tests/llamacpp/run.mjs: n greedy tokens after each prompt, the first step's
 // top-k logits, and the tokenization of texts (parse_special=true, like HF's encode).
-func runLlamaCpp(t *testing.T, path string, prompts [][]int, n, topk int, texts []string, kvCache string) llamaResult {
+func runLlamaCpp(t *testing.T, path string, prompts [][]int, n, topk int, texts []string, opts map[string]any) llamaResult {
 	t.Helper()
 	script := filepath.Join(testref.RepoRoot(), "tests", "llamacpp", "run.mjs")
 	var ps []map[string]any
 	for _, p := range prompts {
 		ps = append(ps, map[string]any{"ids": p, "n": n, "topk": topk})
 	}
-	req, _ := json.Marshal(map[string]any{"model": path, "threads": 2, "prompts": ps, "texts": texts, "parseSpecial": true, "kvCacheType": kvCache})
+	r := map[string]any{"model": path, "threads": 1, "prompts": ps, "texts": texts, "parseSpecial": true}
+	for k, v := range opts {
+		r[k] = v
+	}
+	req, _ := json.Marshal(r)
 	cmd := exec.Command("node", script)
 	cmd.Env = append(os.Environ(), "TOKENWISE_REFS="+testref.Dir())
 	cmd.Stdin = bytes.NewReader(req)
@@ -122,6 +128,37 @@ func compare(t *testing.T, what string, logits []float32, ids []int, ref llamaPr
 	return worst
 }
 
+// forced feeds llama.cpp's greedy tokens to tokenwise (teacher forcing) and checks that at
+// every step tokenwise's choice is llama.cpp's, or loses to it by at most tie (a near-tie that
+// rounding may decide either way). Unlike free-running greedy, one near-tie does not make every
+// later step incomparable. It returns the number of steps where the choice differed and the
+// largest logit gap seen there, and the first step's logits. No differing step means
+// free-running greedy decoding gives llama.cpp's tokens exactly.
+func forced(t *testing.T, what string, m *model.Model, prompt, ref []int, tie float64) (first []float32, n int, worst float64) {
+	t.Helper()
+	s := m.NewSequence(len(prompt) + len(ref) + 1)
+	logits, err := m.Prefill(s, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first = slices.Clone(logits)
+	for k, want := range ref {
+		if got := argmax(logits); got != want {
+			gap := float64(logits[got] - logits[want])
+			n, worst = n+1, max(worst, gap)
+			if gap > tie {
+				t.Errorf("%s: step %d: tokenwise picks %d over llama.cpp's %d by %.4g logits (allowed %.3g)", what, k, got, want, gap, tie)
+			}
+		}
+		if k+1 < len(ref) {
+			if logits, err = m.Decode(s, want); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return first, n, worst
+}
+
 // logitScale is the standard deviation of a logit vector: the unit the tolerances are in.
 func logitScale(v []float32) float64 {
 	var s, s2 float64
@@ -172,12 +209,13 @@ var parityTexts = []string{
 // tokenwise (from the HF folder and from the GGUF) and llama.cpp give the same 64 greedy
 // tokens; first-step logits agree; llama.cpp tokenizes text as tokenwise does.
 //
-// Tolerances, in units of the logit vector's standard deviation σ (about 6–10 here): f32
-// weights leave only float32 summation-order differences, ~1e-6·σ per layer, so 1e-3·σ has a
-// wide margin; with f16 weights llama.cpp rounds the activations entering every matrix product
-// to f16 (ggml's vec_dot_type for F16 is F16, relative error 2⁻¹¹ ≈ 4.9e-4) while tokenwise
-// keeps them f32, so each of the ~8 products in the 2 layers and the head shifts the logits by
-// ~5e-4·σ: 1e-2·σ bounds that sum with room. Greedy tokens must match exactly either way:
+// Logit tolerance: 3e-3·σ, σ the standard deviation of the logit vector (about 8–14 here).
+// llama.cpp runs with an f32 KV cache here, but it is not exact either: its two CPU attention
+// paths (flash attention on, the default, and off) differ from each other by up to ~1.4e-3·σ
+// on these models (the test logs it), from SIMD exp approximations and summation order; with
+// f16 weights llama.cpp also rounds the activations entering each product to f16 (ggml's
+// vec_dot_type for F16), where tokenwise keeps f32. tokenwise measured within ~1.1e-3·σ of
+// llama.cpp; 3e-3·σ is about twice llama.cpp's own spread. Greedy tokens must match exactly:
 // model.RandomWeights keeps top-1 gaps far above these errors.
 func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 	testref.Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
@@ -197,30 +235,41 @@ func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 	}
 	llama := base("llama", "smollm2", 49152)
 	llama["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 2.0}
-	llama3 := base("llama", "llama3", 128256)
+	llama3 := base("llama", "smollm2", 49152)
 	llama3["tie_word_embeddings"] = true
 	llama3["rope_theta"] = 500000.0
 	llama3["rope_scaling"] = map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
 	mistral := base("mistral", "smollm2", 49152)
 	mistral["num_key_value_heads"] = 4
 	mistral["rope_theta"] = 1e6
-	qwen2 := base("qwen2", "qwen3", 151936)
+	qwen2 := base("qwen2", "smollm2", 49152)
 	qwen2["tie_word_embeddings"] = true
 	qwen2["rope_theta"] = 1e6
 	qwen3 := base("qwen3", "qwen3", 151936)
 	qwen3["head_dim"] = 32
 	qwen3["rope_theta"] = 1e6
-	archs := []arch{{"llama", "smollm2", llama}, {"llama3-tied", "llama3", llama3}, {"mistral", "smollm2", mistral}, {"qwen2", "qwen3", qwen2}, {"qwen3", "qwen3", qwen3}}
+	// SmolLM2's 49k vocabulary keeps llama.cpp fast (its per-step cost grows with the
+	// vocabulary); Qwen3's tokenizer (qwen2 pre-tokenizer, 151,936 padded ids) is exported
+	// once, for qwen3/F32. Every tokenizer's llama.cpp parity is also tested in
+	// tokenizer/gguf_test.go.
+	archs := []arch{{"llama", "smollm2", llama}, {"llama3-tied", "smollm2", llama3}, {"mistral", "smollm2", mistral}, {"qwen2", "smollm2", qwen2}, {"qwen3", "qwen3", qwen3}}
 
 	const steps = 64
 	for _, a := range archs {
 		for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
 			t.Run(fmt.Sprintf("%s/%v", a.name, dt), func(t *testing.T) {
+				start := time.Now()
+				lap := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 				dir := filepath.Join(t.TempDir(), "hf")
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				cfgJSON, _ := json.Marshal(a.cfg)
+				cfgMap := a.cfg
+				if a.name == "qwen3" && dt == tensor.F16 {
+					cfgMap = maps.Clone(a.cfg)
+					cfgMap["vocab_size"] = 49152
+				}
+				cfgJSON, _ := json.Marshal(cfgMap)
 				cfg, err := model.ParseConfig(cfgJSON)
 				if err != nil {
 					t.Fatal(err)
@@ -229,7 +278,11 @@ func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tj, tc := tokenizerFiles(t, a.tok)
+				tk := a.tok
+				if a.name == "qwen3" && dt == tensor.F16 {
+					tk = "smollm2"
+				}
+				tj, tc := tokenizerFiles(t, tk)
 				for name, data := range map[string][]byte{"config.json": cfgJSON, "tokenizer.json": tj, "tokenizer_config.json": tc} {
 					if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 						t.Fatal(err)
@@ -243,15 +296,28 @@ func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 					t.Fatal(err)
 				}
 
+				lap("exported")
 				tok, err := tokenizer.Load(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
+				lap("tokenizer loaded")
 				var prompts [][]int
 				for _, s := range parityTexts {
 					prompts = append(prompts, tok.Encode(s, false))
 				}
-				ref := runLlamaCpp(t, gg, prompts, steps, 16, parityTexts, "F32")
+				ref := runLlamaCpp(t, gg, prompts, steps, 16, parityTexts, map[string]any{"kvCacheType": "F32"})
+				refNoFA := runLlamaCpp(t, gg, prompts, 1, 16, nil, map[string]any{"kvCacheType": "F32", "flashAttention": false})
+				for i := range prompts {
+					var d float64
+					for j, top := range ref.Prompts[i].Top {
+						if j < len(refNoFA.Prompts[i].Top) && refNoFA.Prompts[i].Top[j][0] == top[0] {
+							d = max(d, math.Abs(refNoFA.Prompts[i].Top[j][1]-top[1]))
+						}
+					}
+					t.Logf("llama.cpp flash attention on vs off, prompt %d: first-step top-16 logits differ by %.3g", i, d)
+				}
+				lap("llama.cpp done")
 
 				// Tokenization: llama.cpp on the exported GGUF, tokenwise from the HF folder and
 				// from the GGUF's metadata.
@@ -270,10 +336,7 @@ func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 					}
 				}
 
-				rel := 1e-3
-				if dt == tensor.F16 {
-					rel = 1e-2
-				}
+				const rel = 3e-3
 				for _, src := range []string{dir, gg} {
 					m, err := model.Load(src, model.Options{Threads: 2})
 					if err != nil {
@@ -291,6 +354,7 @@ func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 						worst = max(worst, compare(t, fmt.Sprintf("%s prompt %d", what, i), logits, ids, ref.Prompts[i], rel*sc)/sc)
 					}
 					m.Close()
+					lap("tokenwise " + what)
 					t.Logf("tokenwise from %s: %d prompts × %d greedy tokens identical; first-step top-16 logits within %.2g σ (σ ≈ %.1f)", what, len(prompts), steps, worst, scale)
 				}
 			})
@@ -298,9 +362,12 @@ func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 	}
 }
 
-// TestSmolLM2MatchesLlamaCpp: the real SmolLM2-135M-Instruct Q4_1 GGUF gives the same greedy
-// tokens in tokenwise as in llama.cpp for several chat prompts; exported to an f32 HF folder
-// and back to GGUF, tokenwise on the folder and llama.cpp on the new GGUF agree again.
+// TestSmolLM2MatchesLlamaCpp: the real SmolLM2-135M-Instruct Q4_1 GGUF, run by llama.cpp and
+// by tokenwise on three chat prompts (tokenized identically by both), gives the same greedy
+// choice at every one of 32 steps, up to near-ties; then the same after a round trip through
+// an f32 HF folder (tokenwise on the folder, llama.cpp on the GGUF exported back from it).
+// Steps are compared with teacher forcing (see forced): a trained model has genuine near-ties
+// (one of 0.0007 logits here) that rounding may resolve either way.
 func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 	testref.Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
 	q41 := testref.Path(t, "smollm2", "smollm2-135m-instruct-q4_1.gguf")
@@ -332,23 +399,24 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 	}
 	const steps = 32
 
-	ref := runLlamaCpp(t, q41, prompts, steps, 16, texts, "F16")
+	ref := runLlamaCpp(t, q41, prompts, steps, 16, texts, nil)
 	for i := range texts {
 		if !slices.Equal(prompts[i], ref.Tokens[i]) {
 			t.Errorf("chat prompt %d: tokenization differs\ntokenwise %v\nllama.cpp %v", i, prompts[i], ref.Tokens[i])
 		}
 	}
+	// Tie tolerance: 0.02 logits. On this model llama.cpp's own two attention paths (flash
+	// attention on/off, f32 weights) already differ by ~0.004 at the first step; a choice
+	// decided by less than 5x that is a near-tie, not a disagreement.
+	const tie = 0.02
 	m, err := model.Load(q41, model.Options{Threads: 2})
 	if err != nil {
 		t.Fatalf("tokenwise on the Q4_1 GGUF: %v", err)
 	}
 	for i, p := range prompts {
-		logits, ids := greedy(t, m, p, steps)
-		// Q4_1: llama.cpp quantizes the activations entering each Q4_1 product to Q8_1 (8-bit
-		// blocks of 32); that rounding, ~1/254 of a block's largest value, can move the trained
-		// model's logits by a few hundredths of σ.
-		d := compare(t, fmt.Sprintf("Q4_1 prompt %d", i), logits, ids, ref.Prompts[i], 0.1*logitScale(logits))
-		t.Logf("Q4_1 prompt %d: %q; first-step logits within %.3g", i, tok.Decode(ids, true), d)
+		_, n, gap := forced(t, fmt.Sprintf("Q4_1 prompt %d", i), m, p, ref.Prompts[i].IDs, tie)
+		t.Logf("Q4_1 prompt %d: %d/%d steps choose differently (largest gap %.3g); llama.cpp says %q",
+			i, n, steps, gap, tok.Decode(ref.Prompts[i].IDs, true))
 	}
 	m.Close()
 
@@ -360,7 +428,7 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 	if err := convert.HFToGGUF(hf, f32, convert.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ref32 := runLlamaCpp(t, f32, prompts, steps, 16, texts, "F32")
+	ref32 := runLlamaCpp(t, f32, prompts, steps, 16, texts, map[string]any{"kvCacheType": "F32"})
 	for i := range texts {
 		if !slices.Equal(prompts[i], ref32.Tokens[i]) {
 			t.Errorf("re-exported GGUF, chat prompt %d: llama.cpp tokenizes it as %v, tokenwise as %v", i, ref32.Tokens[i], prompts[i])
@@ -372,8 +440,16 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 	}
 	defer m.Close()
 	for i, p := range prompts {
-		logits, ids := greedy(t, m, p, steps)
-		d := compare(t, fmt.Sprintf("f32 round trip prompt %d", i), logits, ids, ref32.Prompts[i], 1e-3*logitScale(logits))
-		t.Logf("f32 (HF folder vs re-exported GGUF) prompt %d: %q; first-step logits within %.3g", i, tok.Decode(ids, true), d)
+		logits, n, gap := forced(t, fmt.Sprintf("f32 round trip prompt %d", i), m, p, ref32.Prompts[i].IDs, tie)
+		mx := logits[argmax(logits)]
+		var d float64
+		for _, top := range ref32.Prompts[i].Top {
+			d = max(d, math.Abs(float64(logits[int(top[0])]-mx)-top[1]))
+		}
+		if d > tie {
+			t.Errorf("f32 round trip prompt %d: first-step logits differ from llama.cpp by %.3g (allowed %.3g)", i, d, tie)
+		}
+		t.Logf("f32 (HF folder vs re-exported GGUF) prompt %d: first-step logits within %.3g; %d/%d steps choose differently (largest gap %.3g); %q",
+			i, d, n, steps, gap, tok.Decode(ref32.Prompts[i].IDs, true))
 	}
 }

@@ -2,9 +2,9 @@
 // Go tests can compare tokenwise against it. It reads one JSON request on stdin and writes one
 // JSON answer on stdout:
 //
-//   request:  {"model": "m.gguf", "threads": 2, "contextSize": 512,
+//   request:  {"model": "m.gguf", "threads": 1, "contextSize": 512,
 //              "prompts": [{"ids": [1, 2, 3], "n": 64, "topk": 32}],
-//              "texts": ["hello world"], "parseSpecial": false}
+//              "texts": ["hello world"], "parseSpecial": false, "kvCacheType": "F16"|"F32"}
 //   answer:   {"vocabSize": N, "bos": id|null, "eos": id|null,
 //              "prompts": [{"ids": [...greedy continuation...], "top": [[id, logit - maxLogit], ...]}],
 //              "tokens": [[...ids of texts[0]...], ...]}
@@ -31,7 +31,9 @@ async function readStdin() {
 }
 
 const req = await readStdin();
-const threads = req.threads ?? 2;
+// One thread by default: ggml's workers spin while they wait for each other, and on a busy
+// machine (test runs share the cores) two spinning threads made a 64-token run ~9x slower.
+const threads = req.threads ?? 1;
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: threads });
 const model = await llama.loadModel({ modelPath: req.model, gpuLayers: 0, useMmap: true, vocabOnly: req.vocabOnly === true });
 const out = {
@@ -50,7 +52,14 @@ for (const text of req.texts ?? []) {
 if ((req.prompts ?? []).length > 0) {
 	const need = Math.max(...req.prompts.map((p) => p.ids.length + (p.n ?? 0))) + 1;
 	const contextSize = req.contextSize ?? Math.max(need, 64);
-	const context = await model.createContext({ contextSize, batchSize: Math.min(contextSize, 512), threads, sequences: 1 });
+	// kvCacheType "F32" keeps K and V in f32; llama.cpp's default (F16) rounds them to half
+	// precision, which dominates the logit differences of an f32 model.
+	const kv = req.kvCacheType ?? "F16";
+	const context = await model.createContext({
+		contextSize, batchSize: Math.min(contextSize, 512), threads, sequences: 1,
+		experimentalKvCacheKeyType: kv, experimentalKvCacheValueType: kv,
+		...(req.flashAttention != null ? { flashAttention: req.flashAttention } : {}),
+	});
 	const seq = context.getSequence();
 	const greedy = { temperature: 0 };
 	for (const p of req.prompts) {
