@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/tokenwise/tokenwise/domain"
@@ -121,13 +122,9 @@ func TestPrunedSynthModelGreedyIdentical(t *testing.T) {
 		if r.Model.RowsAfter%64 != 0 || r.Model.RowsAfter >= r.Model.RowsBefore {
 			t.Fatalf("rows %d -> %d", r.Model.RowsBefore, r.Model.RowsAfter)
 		}
-		p, err := os.ReadFile(filepath.Join(out, "tokenizer.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = p
 		after := greedy(t, out, prompts, n)
 		vm := readVocabMap(t, out)
+		checkSpecialIDs(t, out, vm)
 		for i := range prompts {
 			if len(after.prompts[i]) != len(before.prompts[i]) {
 				t.Fatalf("prompt %d: %d tokens, was %d", i, len(after.prompts[i]), len(before.prompts[i]))
@@ -163,4 +160,52 @@ func readVocabMap(t *testing.T, dir string) []int {
 		out[i] = int(x)
 	}
 	return out
+}
+
+// checkSpecialIDs: bos/eos/pad ids in the configs and the added_tokens_decoder keys name the
+// same tokens as before under the id map.
+func checkSpecialIDs(t *testing.T, dir string, vm []int) {
+	t.Helper()
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(v any) int {
+		n, _ := v.(interface{ Int64() (int64, error) })
+		x, _ := n.Int64()
+		return int(x)
+	}
+	cfg, err := readJSONObject(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm[id(cfg["bos_token_id"])] != 151643 || vm[id(cfg["eos_token_id"])] != 151645 {
+		t.Fatalf("config.json: bos %v eos %v do not map to 151643/151645", cfg["bos_token_id"], cfg["eos_token_id"])
+	}
+	gen, err := readJSONObject(filepath.Join(dir, "generation_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos, _ := gen["eos_token_id"].([]any)
+	if len(eos) != 2 || vm[id(eos[0])] != 151645 || vm[id(eos[1])] != 151643 || vm[id(gen["pad_token_id"])] != 151643 {
+		t.Fatalf("generation_config.json: %v", gen)
+	}
+	tc, err := readJSONObject(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, _ := tc["added_tokens_decoder"].(map[string]any)
+	if len(dec) != 26 {
+		t.Fatalf("tokenizer_config.json: %d added_tokens_decoder entries, want 26", len(dec))
+	}
+	for k, v := range dec {
+		content, _ := v.(map[string]any)["content"].(string)
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := tok.Token(n); s != content {
+			t.Fatalf("tokenizer_config.json: added_tokens_decoder[%s] is %q, the tokenizer says %q", k, content, s)
+		}
+	}
 }
