@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // HF is what Hugging Face tokenizers produced for one text (see hf_encode.js).
@@ -68,8 +69,11 @@ func HFEncode(refs, tokPath string, texts []string, cacheDir string, withOffsets
 	key := hex.EncodeToString(h.Sum(nil))[:24]
 	cached := filepath.Join(cacheDir, "hf-"+key+".jsonl.gz")
 	if out, err := readHF(cached, texts); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(cached, now, now) // in use: keep it from pruneCache
 		return out, nil
 	}
+	pruneCache(cacheDir, 14*24*time.Hour)
 
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return nil, err
@@ -106,6 +110,17 @@ func HFEncode(refs, tokPath string, texts []string, cacheDir string, withOffsets
 		return nil, err
 	}
 	return readHF(cached, texts)
+}
+
+// pruneCache removes reference outputs unused for longer than age: each change to the corpus,
+// a tokenizer or the script leaves one behind.
+func pruneCache(dir string, age time.Duration) {
+	old, _ := filepath.Glob(filepath.Join(dir, "hf-*.jsonl.gz"))
+	for _, p := range old {
+		if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) > age {
+			_ = os.Remove(p)
+		}
+	}
 }
 
 func readHF(path string, texts []string) ([]HF, error) {
