@@ -190,3 +190,88 @@ func TestBadInput(t *testing.T) {
 		t.Error("unknown dtype: no error")
 	}
 }
+
+// A calibrated CPU profile: decode at batch 1 runs the measured matrix×vector kernel, so a
+// step takes weight bytes / its GB/s (plus the KV cache at the f32 kernel's rate); prefill
+// runs the matrix×matrix kernel at the rate measured nearest its token count.
+func TestCalibratedRates(t *testing.T) {
+	hw := &Profile{Name: "test-cpu", Kind: "cpu", MemGB: 16, Calibration: []ThreadRates{
+		{Threads: 1, ReadGBs: 10, FMAGFLOPS: 50, Kernels: map[string]KernelRates{
+			"bf16": {GEMVGBs: 2, GEMMGFLOPS: 8, GEMM: []TokenRate{{16, 4}, {64, 6}, {256, 8}}},
+			"f32":  {GEMVGBs: 4, GEMMGFLOPS: 8},
+		}},
+		{Threads: 2, ReadGBs: 20, FMAGFLOPS: 100},
+	}}
+	if err := hw.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bf16, f32 := prec(t, "bf16"), prec(t, "f32")
+	r, err := hw.Rates(bf16, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.WeightBW != 2e9 || r.OtherBW != 4e9 || r.MatVecFLOPS != 2e9 {
+		t.Errorf("rates %+v", r)
+	}
+	for _, c := range []struct {
+		tokens int
+		gflops float64
+	}{{1, 2}, {8, 4}, {16, 4}, {32, 5}, {64, 6}, {128, 7}, {1024, 8}} {
+		if got := r.forBatch(c.tokens).FLOPS / 1e9; !near(got, c.gflops, 1e-9) {
+			t.Errorf("%d tokens: %g GFLOP/s, want %g", c.tokens, got, c.gflops)
+		}
+	}
+	// Two threads have no kernel rates: raw peaks.
+	r2, err := hw.Rates(bf16, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.WeightBW != 20e9 || r2.FLOPS != 100e9 {
+		t.Errorf("2 threads: %+v", r2)
+	}
+	s := shape(t, "smollm2-135m")
+	e, err := s.Estimate(hw, Workload{Prompt: 32, Output: 1, Batch: 1, DType: bf16, KV: f32, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := s.DecodeStep(32, 1, bf16, f32, f32)
+	want := max(step.FLOPs/2e9, step.WeightBytes/2e9+(step.Bytes()-step.WeightBytes)/4e9)
+	if !near(e.Decode.Seconds, want, 1e-9) {
+		t.Errorf("decode step %g s, want %g", e.Decode.Seconds, want)
+	}
+	pf := s.Prefill(32, 1, bf16, f32, f32)
+	if want := max(pf.FLOPs/5e9, pf.WeightBytes/2e9+(pf.Bytes()-pf.WeightBytes)/4e9); !near(e.Prefill.Seconds, want, 1e-9) {
+		t.Errorf("prefill %g s, want %g", e.Prefill.Seconds, want)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	s := shape(t, "qwen3-4b")
+	bf16 := prec(t, "bf16")
+	for _, c := range []struct {
+		hw string
+		tp int
+	}{{"h100-sxm", 1}, {"l4", 1}} {
+		hw, err := LoadProfile(c.hw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Plan(hw, PlanInput{QPS: 10, Prompt: 1024, Output: 256, DType: bf16, KV: bf16, GPUHourPrice: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.TP != c.tp || p.Utilization > 0.8 || p.Batch > float64(p.BatchCap) {
+			t.Errorf("%s: %+v", c.hw, p)
+		}
+		// Little's law at the steady batch: B = λ·output·step/(1 − λ·prefill).
+		lambda := 10 / float64(p.Replicas)
+		if b := lambda * 256 * p.DecodeStepS / (1 - lambda*p.PrefillS); !near(b, p.Batch, 0.05) {
+			t.Errorf("%s: batch %g, Little's law gives %g", c.hw, p.Batch, b)
+		}
+	}
+	// A p99 TTFT target tighter than a prefill cannot be met.
+	h100, _ := LoadProfile("h100-sxm")
+	if _, err := s.Plan(h100, PlanInput{QPS: 1, Prompt: 1024, Output: 16, DType: bf16, KV: bf16, P99TTFT: 0.001}); err == nil {
+		t.Error("1 ms p99 TTFT: no error")
+	}
+}

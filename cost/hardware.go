@@ -155,7 +155,7 @@ type Rates struct {
 // matrix×vector kernel.
 func (r Rates) forBatch(tokens int) Rates {
 	if tokens == 1 && r.MatVecFLOPS > 0 {
-		r.FLOPS = max(r.MatVecFLOPS, r.FLOPS)
+		r.FLOPS = r.MatVecFLOPS
 		return r
 	}
 	if g := r.GEMM; len(g) > 0 {

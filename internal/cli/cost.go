@@ -195,7 +195,7 @@ func printEstimate(out io.Writer, s *cost.Shape, e *cost.Estimate) {
 	if e.Rates.FLOPS < 1e12 {
 		flops = fmt.Sprintf("%.2f GFLOP/s", e.Rates.FLOPS/1e9)
 	}
-	fmt.Fprintf(out, "rates    %s, %.3g GB/s weights, %.3g GB/s KV: %s\n", flops, e.Rates.WeightBW/1e9, e.Rates.OtherBW/1e9, e.Rates.Basis)
+	fmt.Fprintf(out, "rates    %s, %s GB/s weights, %s GB/s KV: %s\n", flops, gbs(e.Rates.WeightBW), gbs(e.Rates.OtherBW), e.Rates.Basis)
 	fmt.Fprintf(out, "memory   weights %s, KV %s/token, %s/sequence; %d sequences fit in %s\n",
 		human(e.WeightBytes), human(e.KVBytesPerToken), human(e.KVBytesPerSeq), e.MaxSeqs, human(e.MemBudget))
 	if w.Batch > e.MaxSeqs {
@@ -220,6 +220,15 @@ func printEstimate(out io.Writer, s *cost.Shape, e *cost.Estimate) {
 	} else {
 		fmt.Fprintf(out, "decode stays memory-bound at any batch at context %d (KV reads grow with the batch)\n", w.Prompt+w.Output/2)
 	}
+}
+
+// gbs prints a bandwidth in GB/s with three significant digits, without exponents.
+func gbs(bytesPerS float64) string {
+	v := bytesPerS / 1e9
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }
 
 // human prints bytes with a decimal unit.
