@@ -131,3 +131,7 @@ func (m *mlp) forward(r *run, in []float32) []float32 {
 	kernels.SiLUMul(g, u)
 	return r.linear(m.down, g, r.mlpOut)
 }
+
+func (a *attention) linears() []linear { return []linear{a.q, a.k, a.v, a.o} }
+
+func (m *mlp) linears() []linear { return []linear{m.gate, m.up, m.down} }

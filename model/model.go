@@ -42,6 +42,7 @@ type Model struct {
 	ropeFreqs       []float64
 	ropeInterleaved bool // GGUF llama: Q/K rows were permuted by the converter
 
+	chunk   int // most tokens per batched pass (prefillChunk)
 	pool    *kernels.Pool
 	scratch *kernels.Scratch
 	closer  io.Closer
@@ -53,6 +54,7 @@ type Model struct {
 // layer is one decoder block of some architecture.
 type layer interface {
 	forward(r *run, index int)
+	linears() []linear // its projections, for accounting
 }
 
 // loader binds one architecture's layers.
@@ -114,6 +116,7 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	if m.ropeFreqs, err = ropeFreqs(cfg); err != nil {
 		return nil, err
 	}
+	m.chunk = prefillChunk
 	m.pool = kernels.NewPool(opts.Threads)
 	m.scratch = kernels.NewScratch(m.pool.Threads())
 	return m, nil
@@ -160,6 +163,37 @@ func ropeFreqs(cfg *Config) ([]float64, error) {
 		return nil, fmt.Errorf("rope scaling %q: not supported", rs.Type)
 	}
 	return f, nil
+}
+
+// DecodeBytes is the number of weight bytes one decode step reads: every layer's
+// projections and the LM head (the embedding contributes one row). Decode speed in tokens/s
+// times this is the effective memory bandwidth.
+func (m *Model) DecodeBytes() int64 {
+	n := int64(len(m.head.Data)) + int64(len(m.embed.Data)/m.embed.Rows)
+	for _, l := range m.linears() {
+		n += int64(len(l.w.Data))
+	}
+	return n
+}
+
+// DecodeFLOPs is the number of floating-point operations of the weight products in one
+// decode step (2 per weight); attention over the cache adds 4·layers·heads·head_dim per
+// cached position.
+func (m *Model) DecodeFLOPs() int64 {
+	n := 2 * int64(m.head.Rows) * int64(m.head.Cols)
+	for _, l := range m.linears() {
+		n += 2 * int64(l.w.Rows) * int64(l.w.Cols)
+	}
+	return n
+}
+
+// linears lists every layer's projections, for accounting.
+func (m *Model) linears() []linear {
+	var out []linear
+	for _, l := range m.layers {
+		out = append(out, l.linears()...)
+	}
+	return out
 }
 
 // Config returns the model's shape.
@@ -232,8 +266,13 @@ func (m *Model) Decode(s *Sequence, id int) ([]float32, error) {
 	return m.forward(s, []int{id})
 }
 
-// forward runs ids through every layer at positions s.Len()... and returns the logits of
-// the last one.
+// prefillChunk bounds the tokens of one batched pass: activations grow with it (a 4096-token
+// prompt of a 4B model would need ~300 MB for the MLP alone), while the weights are already
+// reused 512 times per read.
+const prefillChunk = 512
+
+// forward checks ids, runs them through every layer at positions s.Len()... in chunks, and
+// returns the logits of the last one.
 func (m *Model) forward(s *Sequence, ids []int) ([]float32, error) {
 	if s.m != m {
 		return nil, errors.New("sequence belongs to another model")
@@ -250,22 +289,32 @@ func (m *Model) forward(s *Sequence, ids []int) ([]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s.reserve(s.n + len(ids))
+	for len(ids) > m.chunk {
+		m.pass(s, ids[:m.chunk])
+		ids = ids[m.chunk:]
+	}
+	last := m.pass(s, ids)
+	h := m.run.h[:c.HiddenSize]
+	kernels.RMSNorm(h, last, m.norm.w, m.norm.eps)
+	logits := make([]float32, c.VocabSize)
+	kernels.MatVec(m.pool, logits, &m.head, h, m.scratch)
+	return logits, nil
+}
+
+// pass runs ids through every layer, appends them to s, and returns the last token's
+// hidden state.
+func (m *Model) pass(s *Sequence, ids []int) []float32 {
+	d := m.cfg.HiddenSize
 	r := &m.run
 	r.start(m, s, len(ids))
 	for t, id := range ids {
-		_ = m.embed.Row(id, r.x[t*c.HiddenSize:(t+1)*c.HiddenSize]) // Mat validated at load
+		_ = m.embed.Row(id, r.x[t*d:(t+1)*d]) // Mat validated at load
 	}
 	for i, l := range m.layers {
 		l.forward(r, i)
 	}
 	s.n += len(ids)
-
-	last := r.x[(r.n-1)*c.HiddenSize : r.n*c.HiddenSize]
-	h := r.h[:c.HiddenSize]
-	kernels.RMSNorm(h, last, m.norm.w, m.norm.eps)
-	logits := make([]float32, c.VocabSize)
-	kernels.MatVec(m.pool, logits, &m.head, h, m.scratch)
-	return logits, nil
+	return r.x[(r.n-1)*d : r.n*d]
 }
 
 // run holds one pass's activations. Buffers are kept between passes and grown as needed.

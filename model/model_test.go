@@ -188,7 +188,18 @@ func TestPrefillEqualsDecode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The same prompt in passes of at most 4 tokens.
+			m.chunk = 4
+			d := m.NewSequence(0)
+			ld, err := m.Prefill(d, testPrompt)
+			m.chunk = prefillChunk
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i := range la {
+				if d := math.Abs(float64(la[i] - ld[i])); d > 1e-4*(1+math.Abs(float64(la[i]))) {
+					t.Fatalf("logit %d: prefill %g, prefill in chunks of 4 %g", i, la[i], ld[i])
+				}
 				if d := math.Abs(float64(la[i] - lb[i])); d > 1e-4*(1+math.Abs(float64(la[i]))) {
 					t.Fatalf("logit %d: prefill %g, decode %g", i, la[i], lb[i])
 				}

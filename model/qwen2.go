@@ -32,3 +32,5 @@ func (l *qwen2Layer) forward(r *run, i int) {
 	h = r.norm(l.mlpNorm, r.x)
 	kernels.Add(r.x, l.mlp.forward(r, h))
 }
+
+func (l *qwen2Layer) linears() []linear { return append(l.attn.linears(), l.mlp.linears()...) }

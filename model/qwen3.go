@@ -33,3 +33,5 @@ func (l *qwen3Layer) forward(r *run, i int) {
 	h = r.norm(l.mlpNorm, r.x)
 	kernels.Add(r.x, l.mlp.forward(r, h))
 }
+
+func (l *qwen3Layer) linears() []linear { return append(l.attn.linears(), l.mlp.linears()...) }
