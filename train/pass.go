@@ -13,7 +13,7 @@ type Float interface{ ~float32 | ~float64 }
 // layerW is one decoder block's weights (or their gradients): slices of a flat buffer.
 type layerW[T Float] struct {
 	attnNorm, wq, wk, wv, bq, bk, bv, qNorm, kNorm, wo []T
-	mlpNorm, wg, wu, wd                                 []T
+	mlpNorm, wg, wu, wd                                []T
 }
 
 // weights is a whole net's weights (or gradients) as slices of one flat buffer.
@@ -493,4 +493,3 @@ func (c *core[T]) lossGrad(ids []int, mask []bool, g *weights[T], a *acts[T]) (f
 	}
 	return loss, count, nil
 }
-
