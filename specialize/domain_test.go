@@ -24,10 +24,22 @@ func TestQwen3DomainGoals(t *testing.T) {
 		t.Fatal(err)
 	}
 	train, held := domainDocs(1, 300), domainDocs(2, 200)
-	p, err := Build(data, train, Options{Prune: true, Add: 256, Log: t.Logf})
+	p, err := Build(data, train, Options{Prune: true, Add: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ev := p.Evaluate(held)
 	t.Logf("vocab %d -> %d; held-out %+v", p.VocabBefore(), p.VocabAfter(), ev)
+	if out := 1 - float64(ev.After.Output)/float64(ev.Before.Output); out < 0.40 {
+		t.Errorf("held-out output tokens %d -> %d: %.1f%% fewer, goal >= 40%%", ev.Before.Output, ev.After.Output, 100*out)
+	}
+	if rows := 1 - float64(p.VocabAfter())/float64(p.VocabBefore()); rows < 0.80 {
+		t.Errorf("vocabulary %d -> %d: %.1f%% fewer rows, goal >= 80%%", p.VocabBefore(), p.VocabAfter(), 100*rows)
+	}
+	if ev.After.Longer != 0 || ev.RoundTrip != 0 {
+		t.Errorf("held-out: %d texts longer, %d round-trip failures; goal 0 and 0", ev.After.Longer, ev.RoundTrip)
+	}
+	if p.After.Longer != 0 {
+		t.Errorf("corpus: %d texts longer", p.After.Longer)
+	}
 }
