@@ -1,0 +1,480 @@
+// Package server is tokenwise's OpenAI-compatible HTTP server: /v1/completions and
+// /v1/chat/completions (streamed as server-sent events or not), /v1/models, /tokenize,
+// /detokenize, /health and Prometheus /metrics.
+//
+// Requests share the model through continuous batching: one runner goroutine loops over
+// steps that engine/sched decides and model.PagedCache executes, so sequences join and
+// leave the batch at every step and all decoding sequences share each weight read. A
+// request whose client disconnects or times out is cancelled and its KV blocks are freed
+// before the next step.
+//
+// Every response's usage carries the OpenAI token counts plus the request's prefill/decode
+// split: queue_ms, ttft_ms, prefill_ms/prefill_steps (steps that computed its prompt) and
+// decode_ms/decode_steps (steps that decoded its tokens), and
+// prompt_tokens_details.cached_tokens (prompt tokens taken from the prefix cache).
+//
+// Metrics use vLLM's names with the prefix "tokenwise:" (see MetricPrefix).
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/engine/kvcache"
+	"github.com/tokenwise/tokenwise/engine/sched"
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+// Config sets up a server. Zero values take the defaults noted.
+type Config struct {
+	Model     *model.Model
+	Tokenizer *tokenizer.Tokenizer
+	ModelName string // the id in /v1/models and responses; default "tokenwise"
+
+	MaxSeqs          int   // sequences batched at once; default 16
+	MaxBatchedTokens int   // tokens per step (prefill chunks + decodes); default 256
+	MaxWaiting       int   // queued requests beyond which 429 is answered; default 4·MaxSeqs
+	MaxModelLen      int   // prompt + output tokens; default the model's context
+	KVCacheBytes     int64 // KV cache memory; default 512 MiB
+	BlockSize        int   // tokens per KV block; default 16
+
+	APIKey         string        // when set, /v1/*, /tokenize and /detokenize need "Authorization: Bearer APIKey"
+	RequestTimeout time.Duration // per request; default 10 minutes
+	MaxBodyBytes   int64         // default 4 MiB
+}
+
+// Server serves one model. Create it with New, serve Handler, stop it with Close.
+type Server struct {
+	cfg     Config
+	m       *model.Model
+	tok     *tokenizer.Tokenizer
+	tmpl    *engine.ChatTemplate // nil: the tokenizer has no chat template
+	tmplErr error
+	stopIDs []int
+	vocab   int
+	maxLen  int
+	pc      *model.PagedCache
+	sch     *sched.Scheduler
+	met     *metrics
+	created int64
+
+	submit   chan submission
+	cancels  chan sched.SeqID
+	stop     chan struct{}
+	loopDone chan struct{}
+	reqs     map[sched.SeqID]*genRequest // runner-owned
+	nextID   atomic.Uint64
+	draining atomic.Bool
+	closeOne sync.Once
+}
+
+// New allocates the KV cache and starts the runner.
+func New(cfg Config) (*Server, error) {
+	if cfg.Model == nil || cfg.Tokenizer == nil {
+		return nil, errors.New("server: a model and a tokenizer are required")
+	}
+	mc := cfg.Model.Config()
+	if cfg.ModelName == "" {
+		cfg.ModelName = "tokenwise"
+	}
+	if cfg.MaxSeqs <= 0 {
+		cfg.MaxSeqs = 16
+	}
+	if cfg.MaxBatchedTokens <= 0 {
+		cfg.MaxBatchedTokens = 256
+	}
+	if cfg.MaxWaiting <= 0 {
+		cfg.MaxWaiting = 4 * cfg.MaxSeqs
+	}
+	if cfg.MaxModelLen <= 0 || cfg.MaxModelLen > mc.MaxPositions {
+		cfg.MaxModelLen = mc.MaxPositions
+	}
+	if cfg.KVCacheBytes <= 0 {
+		cfg.KVCacheBytes = 512 << 20
+	}
+	if cfg.BlockSize <= 0 {
+		cfg.BlockSize = 16
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Minute
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	blockBytes := int64(model.KVBytesPerToken(mc) * cfg.BlockSize)
+	numBlocks := int(cfg.KVCacheBytes / blockBytes)
+	if numBlocks < 1 {
+		return nil, fmt.Errorf("server: KV cache of %d bytes holds no block (one block of %d tokens takes %d bytes)", cfg.KVCacheBytes, cfg.BlockSize, blockBytes)
+	}
+	// No sequence can be longer than the whole cache.
+	cfg.MaxModelLen = min(cfg.MaxModelLen, numBlocks*cfg.BlockSize)
+	pc, err := cfg.Model.NewPagedCache(numBlocks, cfg.BlockSize)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	kv, err := kvcache.New(numBlocks, cfg.BlockSize)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	sch, err := sched.New(sched.Config{MaxSeqs: cfg.MaxSeqs, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxWaiting: cfg.MaxWaiting, MaxModelLen: cfg.MaxModelLen}, kv)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, m: cfg.Model, tok: cfg.Tokenizer, pc: pc, sch: sch,
+		stopIDs: engine.StopIDs(cfg.Model, cfg.Tokenizer),
+		vocab:   min(mc.VocabSize, cfg.Tokenizer.VocabSize()),
+		maxLen:  cfg.MaxModelLen,
+		met:     newMetrics(cfg.ModelName),
+		created: time.Now().Unix(),
+		submit:  make(chan submission), cancels: make(chan sched.SeqID, 1024),
+		stop: make(chan struct{}), loopDone: make(chan struct{}),
+		reqs: map[sched.SeqID]*genRequest{},
+	}
+	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
+	s.updateGauges()
+	go s.loop()
+	return s, nil
+}
+
+// NumBlocks is the size of the KV cache in blocks.
+func (s *Server) NumBlocks() int { return s.pc.NumBlocks() }
+
+// MaxModelLen is the longest sequence served (prompt + output).
+func (s *Server) MaxModelLen() int { return s.maxLen }
+
+// Drain makes the server refuse new generations (503) and /health report 503, for a
+// graceful shutdown: requests in flight go on.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Close stops the runner; requests still in flight end with an error. It does not close
+// the model.
+func (s *Server) Close() {
+	s.closeOne.Do(func() {
+		s.draining.Store(true)
+		close(s.stop)
+		<-s.loopDone
+	})
+}
+
+// Handler is the HTTP API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
+	return s.recoverer(s.auth(mux))
+}
+
+// recoverer answers 500 instead of dying when a handler panics.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				slog.Error("handler panic", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				writeError(w, &apiError{status: 500, typ: "internal_error", msg: "internal server error"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// auth checks the Bearer key in constant time; /health and /metrics stay open.
+func (s *Server) auth(next http.Handler) http.Handler {
+	if s.cfg.APIKey == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.cfg.APIKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" && r.URL.Path != "/metrics" {
+			got := []byte(r.Header.Get("Authorization"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="tokenwise"`)
+				writeError(w, &apiError{status: 401, typ: "authentication_error", msg: "invalid or missing API key (Authorization: Bearer KEY)"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, e.body())
+}
+
+// readBody reads at most MaxBodyBytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &apiError{status: 413, typ: "invalid_request_error", msg: fmt.Sprintf("request body larger than %d bytes", mb.Limit)}
+		}
+		return nil, badRequest("", "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, 200, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "tokenwise",
+			"max_model_len": s.maxLen,
+		}},
+	})
+}
+
+func (s *Server) checkModel(name string) *apiError {
+	if name != "" && name != s.cfg.ModelName {
+		return &apiError{status: 404, typ: "invalid_request_error", param: "model", msg: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName)}
+	}
+	return nil
+}
+
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req struct {
+		Model            string        `json:"model"`
+		Prompt           *string       `json:"prompt"`
+		Messages         []chatMessage `json:"messages"`
+		AddSpecialTokens *bool         `json:"add_special_tokens"`
+	}
+	if aerr := decodeJSON(body, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var ids []int
+	switch {
+	case req.Prompt != nil:
+		ids = s.tok.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
+	case req.Messages != nil:
+		var aerr *apiError
+		if ids, aerr = s.chatPrompt(req.Messages); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+	default:
+		writeError(w, badRequest("prompt", "prompt (a string) or messages is required"))
+		return
+	}
+	if ids == nil {
+		ids = []int{}
+	}
+	writeJSON(w, 200, map[string]any{"tokens": ids, "count": len(ids), "max_model_len": s.maxLen})
+}
+
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	var req struct {
+		Model  string `json:"model"`
+		Tokens []int  `json:"tokens"`
+	}
+	if aerr := decodeJSON(body, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if aerr := s.checkIDs("tokens", req.Tokens); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, 200, map[string]any{"prompt": s.tok.Decode(req.Tokens, false)})
+}
+
+func (s *Server) checkIDs(param string, ids []int) *apiError {
+	for i, id := range ids {
+		if id < 0 || id >= s.vocab {
+			return badRequest(param, "%s[%d] = %d: outside the vocabulary [0, %d)", param, i, id, s.vocab)
+		}
+	}
+	return nil
+}
+
+// chatPrompt renders messages with the tokenizer's chat template.
+func (s *Server) chatPrompt(msgs []chatMessage) ([]int, *apiError) {
+	if s.tmpl == nil {
+		return nil, badRequest("messages", "this model has no chat template (%v); use /v1/completions", s.tmplErr)
+	}
+	if len(msgs) == 0 {
+		return nil, badRequest("messages", "messages must not be empty")
+	}
+	em := make([]engine.Message, len(msgs))
+	for i, m := range msgs {
+		if m.Role == "" {
+			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
+		}
+		text, aerr := messageText(i, m.Content)
+		if aerr != nil {
+			return nil, aerr
+		}
+		em[i] = engine.Message{Role: m.Role, Content: text}
+	}
+	ids, _, err := s.tmpl.ChatPrompt(s.tok, em, engine.ChatOptions{AddGenerationPrompt: true})
+	if err != nil {
+		return nil, badRequest("messages", "rendering the chat template: %v", err)
+	}
+	return ids, nil
+}
+
+// prepare validates the prompt length against max_tokens and the context, fills in
+// defaults and the seed.
+func (s *Server) prepare(prompt []int, p *genParams, logprobs bool, top int) (*genRequest, *apiError) {
+	if len(prompt) == 0 {
+		return nil, badRequest("prompt", "the prompt is empty (0 tokens)")
+	}
+	if err := s.checkIDs("prompt", prompt); err != nil {
+		return nil, err
+	}
+	room := s.maxLen - len(prompt)
+	if room < 1 {
+		return nil, badRequest("prompt", "this model's maximum context length is %d tokens; the prompt has %d, leaving no room to generate", s.maxLen, len(prompt))
+	}
+	if p.maxTokens > room {
+		return nil, badRequest("max_tokens", "this model's maximum context length is %d tokens; you requested %d tokens (%d in the prompt, %d for the completion)",
+			s.maxLen, len(prompt)+p.maxTokens, len(prompt), p.maxTokens)
+	}
+	if p.maxTokens < 0 {
+		p.maxTokens = room
+	}
+	if top < 0 || top > engine.MaxTopLogprobs {
+		return nil, badRequest("top_logprobs", "top_logprobs %d: must be in [0, %d]", top, engine.MaxTopLogprobs)
+	}
+	p.logprobs, p.topLogprobs = logprobs || top > 0, top
+	p.sampler.Logprobs, p.sampler.TopLogprobs = p.logprobs, top
+	if !p.seeded {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		p.sampler.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	if err := p.sampler.Validate(); err != nil {
+		return nil, badRequest("", "%v", err)
+	}
+	return &genRequest{
+		id: sched.SeqID(s.nextID.Add(1)), prompt: prompt, maxTokens: p.maxTokens, p: *p,
+		arrival: time.Now(), events: make(chan event, p.maxTokens+2),
+	}, nil
+}
+
+// start hands a request to the runner. Errors: 429 when the queue is full, 503 when
+// draining.
+func (s *Server) start(ctx context.Context, g *genRequest) *apiError {
+	if s.draining.Load() {
+		return &apiError{status: 503, typ: "server_error", msg: "server is shutting down"}
+	}
+	reply := make(chan error, 1)
+	select {
+	case s.submit <- submission{r: g, reply: reply}:
+	case <-s.loopDone:
+		return &apiError{status: 503, typ: "server_error", msg: "server is shutting down"}
+	case <-ctx.Done():
+		return &apiError{status: 408, typ: "invalid_request_error", msg: "request cancelled before it was queued"}
+	}
+	err := <-reply
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sched.ErrQueueFull) {
+		s.met.rejected.Inc()
+		return &apiError{status: 429, typ: "rate_limit_error", msg: "the server is at capacity: the waiting queue is full; retry later"}
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return badRequest("", "%v", err)
+}
+
+// abandon tells the runner to drop a request (client gone, timeout).
+func (s *Server) abandon(id sched.SeqID) {
+	select {
+	case s.cancels <- id:
+	case <-s.loopDone:
+	}
+}
+
+// generation is a request's outcome, gathered from its events.
+type generation struct {
+	text   strings.Builder
+	tokens []engine.TokenLogprobs
+	finish string
+	usage  Usage
+}
+
+// collect waits for a request to finish, calling onEvent for each token event (when not
+// nil). A cancelled ctx abandons the request.
+func (s *Server) collect(ctx context.Context, g *genRequest, onEvent func(event) error) (*generation, error) {
+	var out generation
+	for {
+		select {
+		case ev := <-g.events:
+			if ev.err != nil {
+				return &out, ev.err
+			}
+			out.text.WriteString(ev.text)
+			if ev.logprob != nil {
+				out.tokens = append(out.tokens, *ev.logprob)
+			}
+			if onEvent != nil {
+				if err := onEvent(ev); err != nil {
+					s.abandon(g.id)
+					return &out, err
+				}
+			}
+			if ev.done {
+				out.finish, out.usage = ev.finish, ev.usage
+				return &out, nil
+			}
+		case <-ctx.Done():
+			s.abandon(g.id)
+			return &out, ctx.Err()
+		}
+	}
+}
