@@ -161,3 +161,35 @@ func TestPruneOnlyExactAndOtherTextsRoundTrip(t *testing.T) {
 		t.Fatalf("no UDHR text got longer: the pruned vocabulary cannot be that small")
 	}
 }
+
+// TestPruneOtherTokenizers: pruning keeps its guarantees on other BPE families — Llama-3
+// (ignore_merges) and Gemma 3 (SentencePiece-style BPE with byte fallback) — checked against
+// HF tokenizers on the corpus and the UDHR.
+func TestPruneOtherTokenizers(t *testing.T) {
+	for _, name := range []string{"llama3", "gemma3"} {
+		data, err := os.ReadFile(testref.Tokenizer(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := domainDocs(1, 30)
+		p, err := Build(data, docs, Options{Prune: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: vocabulary %d -> %d", name, p.VocabBefore(), p.VocabAfter())
+		texts := udhrTexts(t, 40, 1500)
+		for _, d := range docs[:10] {
+			texts = append(texts, d.Text)
+		}
+		hf := hfEncode(t, p.JSON, texts)
+		for i, s := range texts {
+			ids := p.Tokenizer.Encode(s, false)
+			if !slices.Equal(ids, hf[i].IDs) {
+				t.Fatalf("%s text %d: tokenwise %v\nHF %v", name, i, ids, hf[i].IDs)
+			}
+			if got, want := p.Tokenizer.Decode(ids, false), p.Old.Decode(p.Old.Encode(s, false), false); got != want {
+				t.Fatalf("%s text %d: decodes to %.80q, the old tokenizer %.80q", name, i, got, want)
+			}
+		}
+	}
+}
