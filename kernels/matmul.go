@@ -45,18 +45,13 @@ func MatMul(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) {
 // matMulBlock4 multiplies four weight rows (w, 4×cols) by all n tokens, writing columns
 // r..r+3 of out.
 func matMulBlock4(out, w, x []float32, n, cols, rows, r int) {
-	w0, w1, w2, w3 := w[:cols:cols], w[cols:2*cols:2*cols], w[2*cols:3*cols:3*cols], w[3*cols:4*cols:4*cols]
 	t := 0
-	for ; t+4 <= n; t += 4 {
+	for ; t+2 <= n; t += 2 {
 		x0 := x[t*cols : (t+1)*cols : (t+1)*cols]
 		x1 := x[(t+1)*cols : (t+2)*cols : (t+2)*cols]
-		x2 := x[(t+2)*cols : (t+3)*cols : (t+3)*cols]
-		x3 := x[(t+3)*cols : (t+4)*cols : (t+4)*cols]
-		c := block4x4(w0, w1, w2, w3, x0, x1, x2, x3)
-		for j := range 4 {
-			o := out[(t+j)*rows+r : (t+j)*rows+r+4 : (t+j)*rows+r+4]
-			o[0], o[1], o[2], o[3] = c[j][0], c[j][1], c[j][2], c[j][3]
-		}
+		o0 := out[t*rows+r : t*rows+r+4 : t*rows+r+4]
+		o1 := out[(t+1)*rows+r : (t+1)*rows+r+4 : (t+1)*rows+r+4]
+		o0[0], o0[1], o0[2], o0[3], o1[0], o1[1], o1[2], o1[3] = block4x2(w, cols, x0, x1)
 	}
 	for ; t < n; t++ {
 		xt := x[t*cols : (t+1)*cols]
@@ -65,15 +60,15 @@ func matMulBlock4(out, w, x []float32, n, cols, rows, r int) {
 	}
 }
 
-// block4x4 returns the 16 dot products of four weight rows with four token rows. Sixteen
-// accumulators plus eight loads fit the amd64 register file.
-func block4x4(w0, w1, w2, w3, x0, x1, x2, x3 []float32) (c [4][4]float32) {
-	n := len(w0)
-	w1, w2, w3 = w1[:n], w2[:n], w3[:n]
-	x0, x1, x2, x3 = x0[:n], x1[:n], x2[:n], x3[:n]
-	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
-	for i := range n {
-		a0, a1, a2, a3 := w0[i], w1[i], w2[i], w3[i]
+// block4x2 returns the dot products of four weight rows (w, 4×n) with two token rows: eight
+// accumulators, four weights and one activation fit the sixteen SSE registers of amd64
+// (a 4×4 block spilled to the stack and ran slower than a matvec).
+func block4x2(w []float32, n int, x0, x1 []float32) (c00, c01, c02, c03, c10, c11, c12, c13 float32) {
+	w0, w1, w2, w3 := w[:n:n], w[n:2*n:2*n], w[2*n:3*n:3*n], w[3*n:4*n:4*n]
+	w1, w2, w3 = w1[:len(w0)], w2[:len(w0)], w3[:len(w0)]
+	x0, x1 = x0[:len(w0)], x1[:len(w0)]
+	for i, a0 := range w0 {
+		a1, a2, a3 := w1[i], w2[i], w3[i]
 		b := x0[i]
 		c00 += a0 * b
 		c01 += a1 * b
@@ -84,20 +79,6 @@ func block4x4(w0, w1, w2, w3, x0, x1, x2, x3 []float32) (c [4][4]float32) {
 		c11 += a1 * b
 		c12 += a2 * b
 		c13 += a3 * b
-		b = x2[i]
-		c20 += a0 * b
-		c21 += a1 * b
-		c22 += a2 * b
-		c23 += a3 * b
-		b = x3[i]
-		c30 += a0 * b
-		c31 += a1 * b
-		c32 += a2 * b
-		c33 += a3 * b
 	}
-	c[0] = [4]float32{c00, c01, c02, c03}
-	c[1] = [4]float32{c10, c11, c12, c13}
-	c[2] = [4]float32{c20, c21, c22, c23}
-	c[3] = [4]float32{c30, c31, c32, c33}
 	return
 }
