@@ -453,3 +453,67 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 			i, d, n, steps, gap, tok.Decode(ref32.Prompts[i].IDs, true))
 	}
 }
+
+// TestExportedDTypesRunInLlamaCpp: GGUFs exported with --dtype bf16 and q8_0 load and run in
+// llama.cpp, and give the same greedy tokens as tokenwise on the same file. llama.cpp rounds
+// the activations to bf16 / quantizes them to q8_0 blocks before those products (tokenwise
+// keeps f32), so logits are not compared tightly here; model.RandomWeights' large top-1 gaps
+// keep greedy decisions stable under that rounding.
+func TestExportedDTypesRunInLlamaCpp(t *testing.T) {
+	testref.Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
+	if testing.Short() {
+		t.Skip("runs llama.cpp")
+	}
+	cfgJSON := []byte(`{"model_type":"llama","vocab_size":49152,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":256,"rms_norm_eps":1e-5,"rope_theta":10000,"tie_word_embeddings":false}`)
+	cfg, err := model.ParseConfig(cfgJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := model.RandomWeights(cfg, 5, tensor.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "hf")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tj, tc := tokenizerFiles(t, "smollm2")
+	for name, data := range map[string][]byte{"config.json": cfgJSON, "tokenizer.json": tj, "tokenizer_config.json": tc} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ws, nil); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts [][]int
+	for _, s := range parityTexts {
+		prompts = append(prompts, tok.Encode(s, false))
+	}
+	const steps = 32
+	for _, dt := range []string{"bf16", "q8_0"} {
+		t.Run(dt, func(t *testing.T) {
+			gg := filepath.Join(t.TempDir(), "m.gguf")
+			if err := convert.HFToGGUF(dir, gg, convert.Options{DType: dt}); err != nil {
+				t.Fatal(err)
+			}
+			ref := runLlamaCpp(t, gg, prompts, steps, 4, nil, nil)
+			m, err := model.Load(gg, model.Options{Threads: 2})
+			if err != nil {
+				t.Fatalf("tokenwise: %v", err)
+			}
+			defer m.Close()
+			for i, p := range prompts {
+				_, ids := greedy(t, m, p, steps)
+				if !slices.Equal(ids, ref.Prompts[i].IDs) {
+					t.Errorf("prompt %d: greedy tokens differ\ntokenwise %v\nllama.cpp %v", i, ids, ref.Prompts[i].IDs)
+				}
+			}
+		})
+	}
+}
