@@ -31,8 +31,9 @@ func udhrTexts(t *testing.T, n, per int) []string {
 }
 
 type hfResult struct {
-	IDs []int   `json:"ids"`
-	Dec *string `json:"dec"`
+	IDs   []int   `json:"ids"`
+	IDsSp []int   `json:"ids_sp"` // with the post-processor's special tokens; nil: same as IDs
+	Dec   *string `json:"dec"`
 }
 
 // hfEncode runs HF tokenizers (npm, the Rust library) on texts with the tokenizer.json data.
@@ -186,6 +187,14 @@ func TestPruneOtherTokenizers(t *testing.T) {
 			ids := p.Tokenizer.Encode(s, false)
 			if !slices.Equal(ids, hf[i].IDs) {
 				t.Fatalf("%s text %d: tokenwise %v\nHF %v", name, i, ids, hf[i].IDs)
+			}
+			// The post-processor's BOS (TemplateProcessing) was renumbered too.
+			wantSp := hf[i].IDsSp
+			if wantSp == nil {
+				wantSp = hf[i].IDs
+			}
+			if sp := p.Tokenizer.Encode(s, true); !slices.Equal(sp, wantSp) {
+				t.Fatalf("%s text %d with special tokens: tokenwise %v\nHF %v", name, i, sp, wantSp)
 			}
 			if got, want := p.Tokenizer.Decode(ids, false), p.Old.Decode(p.Old.Encode(s, false), false); got != want {
 				t.Fatalf("%s text %d: decodes to %.80q, the old tokenizer %.80q", name, i, got, want)
