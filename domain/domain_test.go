@@ -1,0 +1,83 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDeterministicAndSplitsDiffer(t *testing.T) {
+	a, b := Generate(1, 50), Generate(1, 50)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same seed gave different examples")
+	}
+	c := Generate(2, 50)
+	same := 0
+	for i := range a {
+		if a[i].Prompt == c[i].Prompt {
+			same++
+		}
+	}
+	if same > 0 {
+		t.Fatalf("%d prompts shared between seeds 1 and 2", same)
+	}
+}
+
+func TestCompletionSchema(t *testing.T) {
+	keys := []string{"score", "grammar", "coherence", "vocabulary", "verdict", "strengths", "weaknesses", "feedback"}
+	for i, ex := range Generate(3, 200) {
+		var v Verdict
+		dec := json.NewDecoder(strings.NewReader(ex.Completion))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("example %d: %v: %s", i, err, ex.Completion)
+		}
+		if v != ex.Fields {
+			t.Fatalf("example %d: completion %+v, fields %+v", i, v, ex.Fields)
+		}
+		last := -1
+		for _, k := range keys {
+			at := strings.Index(ex.Completion, `"`+k+`": `)
+			if at <= last {
+				t.Fatalf("example %d: key %q out of order or not followed by \": \": %s", i, k, ex.Completion)
+			}
+			last = at
+		}
+		if v.Score < 1 || v.Score > 5 || (v.Verdict == "pass") != (v.Score >= 3) {
+			t.Fatalf("example %d: score %d verdict %q break the rubric", i, v.Score, v.Verdict)
+		}
+		if !strings.HasPrefix(ex.Prompt, Instruction) || !strings.Contains(ex.Prompt, "\n\nEssay:\n") {
+			t.Fatalf("example %d: prompt shape: %.120q", i, ex.Prompt)
+		}
+	}
+}
+
+func TestWriteJSONL(t *testing.T) {
+	var b bytes.Buffer
+	exs := Generate(4, 3)
+	if err := WriteJSONL(&b, exs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for i, l := range lines {
+		var r struct{ Prompt, Completion string }
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Prompt != exs[i].Prompt || r.Completion != exs[i].Completion {
+			t.Fatalf("line %d: %v", i, err)
+		}
+	}
+}
+
+func ExampleGenerate() {
+	ex := Generate(1, 1)[0]
+	fmt.Println(ex.Fields.Verdict, ex.Fields.Score)
+	fmt.Println(ex.Completion[:40])
+	// Output:
+	// pass 5
+	// {"score": 5, "grammar": 5, "coherence":
+}
