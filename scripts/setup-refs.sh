@@ -62,7 +62,7 @@ fi
 # objects (no work tree, ~35 MB, ~2 s); we read the few files we need and delete it again.
 vocab="$refs/llama-vocab"
 vfiles=()
-for m in llama-bpe qwen2; do
+for m in llama-bpe qwen2 llama-spm; do
 	vfiles+=("models/ggml-vocab-$m.gguf" "models/ggml-vocab-$m.gguf.inp" "models/ggml-vocab-$m.gguf.out")
 done
 have_vocab() {
