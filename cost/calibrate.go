@@ -286,22 +286,26 @@ type kernelBench struct {
 	tokens   int
 }
 
-// newBench builds the matrices from one random row repeated: the bytes streamed are what
-// matter, and repeating a row keeps setup fast for half a gigabyte.
+// newBench builds the matrices from a pool of 512 random rows, each matrix row copied from
+// a random pool row. The values must be as varied as a model's: the f16 kernel converts
+// through a 256 KiB table, and one repeated row would touch only a few of its cache lines
+// (a calibration that did so ran f16 at twice the speed the model then reached).
 func newBench(dt tensor.DType, mib int) (*kernelBench, error) {
-	const cols = 2048
+	const cols, poolRows = 2048, 512
 	rowBytes, err := dt.BytesFor(cols)
 	if err != nil {
 		return nil, err
 	}
-	row, err := randomRow(dt, cols)
+	pool, err := randomRows(dt, poolRows, cols)
 	if err != nil {
 		return nil, err
 	}
 	rows := max(4, (mib<<20)/rowBytes/4*4)
 	data := make([]byte, rows*rowBytes)
+	pick := rand.New(rand.NewPCG(5, 6))
 	for r := range rows {
-		copy(data[r*rowBytes:], row)
+		src := pick.IntN(poolRows) * rowBytes
+		copy(data[r*rowBytes:(r+1)*rowBytes], pool[src:src+rowBytes])
 	}
 	b := &kernelBench{tokens: gemmTokens[len(gemmTokens)-1]}
 	if b.big, err = kernels.NewMat(dt, rows, cols, data); err != nil {
@@ -325,26 +329,26 @@ func newBench(dt tensor.DType, mib int) (*kernelBench, error) {
 	return b, nil
 }
 
-// randomRow is one row of N(0, 0.02²) weights in dt. Quantized rows are built directly
-// (an f16 scale, then the codes), so they do not need a quantizer.
-func randomRow(dt tensor.DType, cols int) ([]byte, error) {
+// randomRows is rows×cols N(0, 0.02²) weights in dt. Quantized rows are built directly
+// (an f16 scale, then random codes), so they do not need a quantizer.
+func randomRows(dt tensor.DType, rows, cols int) ([]byte, error) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	n, err := dt.BytesFor(cols)
+	n, err := dt.BytesFor(rows * cols)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]byte, n)
 	switch dt {
 	case tensor.F32, tensor.F16, tensor.BF16:
-		v := make([]float32, cols)
+		v := make([]float32, rows*cols)
 		for i := range v {
 			v[i] = float32(0.02 * rng.NormFloat64())
 		}
 		return out, tensor.Quantize(dt, v, out)
 	case tensor.Q8_0, tensor.Q4_0:
 		bs := dt.BlockBytes()
-		scale := tensor.F32ToF16(0.001)
 		for b := 0; b < n; b += bs {
+			scale := tensor.F32ToF16(float32(0.0005 + 0.001*rng.Float64()))
 			out[b], out[b+1] = byte(scale), byte(scale>>8)
 			for i := b + 2; i < b+bs; i++ {
 				out[i] = byte(rng.Uint32())
