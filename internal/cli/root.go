@@ -40,6 +40,9 @@ func newRoot() *cobra.Command {
 		newSynthCmd(),
 		newAnalyzeCmd(),
 		newSpecializeCmd(),
+		newTrainTokenizerCmd(),
+		newTrainCmd(),
+		newAdaptCmd(),
 	)
 	return root
 }
