@@ -22,12 +22,12 @@ import (
 // trainArgs are the flags train and adapt share.
 type trainArgs struct {
 	config, modelDir, tokDir, out, dtype, trainable string
-	corpus, eval                                     []string
-	steps, batch, accum, warmup, seqLen, threads     int
-	checkpointEvery, evalMax                         int
-	lr, minLR, wd, clip                              float64
-	seed                                             uint64
-	completionOnly                                   bool
+	corpus, eval                                    []string
+	steps, batch, accum, warmup, seqLen, threads    int
+	checkpointEvery, evalMax                        int
+	lr, minLR, wd, clip                             float64
+	seed                                            uint64
+	completionOnly                                  bool
 }
 
 func (a *trainArgs) flags(cmd *cobra.Command, steps int, lr float64, trainable string) {
