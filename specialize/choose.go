@@ -1,13 +1,10 @@
 package specialize
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 	"unicode/utf8"
 )
-
-var jsonUnmarshal = json.Unmarshal
 
 // matcher splits text around added-token strings leftmost-longest, as HF's AddedVocabulary
 // does with its Aho-Corasick automaton (MatchKind::LeftmostLongest).

@@ -1,6 +1,7 @@
 package specialize
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -237,7 +238,7 @@ func jsonString(raw []byte, dst *string) error {
 	if isNull(raw) {
 		return nil
 	}
-	return jsonUnmarshal(raw, dst)
+	return json.Unmarshal(raw, dst)
 }
 
 // state is the tokenizer under construction.
@@ -462,8 +463,9 @@ func byteLevelString(raw string) string {
 
 // Evaluation compares the old and new tokenizers on texts the plan was not built from.
 type Evaluation struct {
-	Before, After Counts
-	RoundTrip     int `json:"round_trip_failures"`
+	Before    Counts `json:"before"`
+	After     Counts `json:"after"`
+	RoundTrip int    `json:"round_trip_failures"`
 }
 
 // Evaluate encodes docs with both tokenizers.
