@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tokenwise/tokenwise/formats/gguf"
 )
@@ -464,10 +465,12 @@ func ggufVocabFromHF(tokJSON, cfgJSON []byte, vocabSize int, ids GGUFSpecialIDs)
 func ggufToHF(v *ggufVocab) (tokJSON, cfgJSON []byte, err error) {
 	switch v.Model {
 	case "gpt2":
+	case "llama":
+		return ggufSPMToHF(v)
 	case "":
 		return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.model missing")
 	default:
-		return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.model %q not supported (only \"gpt2\", byte-level BPE)", v.Model)
+		return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.model %q not supported (\"gpt2\" byte-level BPE, \"llama\" SentencePiece)", v.Model)
 	}
 	if len(v.Types) != 0 && len(v.Types) < len(v.Tokens) {
 		return nil, nil, fmt.Errorf("gguf: tokenizer.ggml.token_type has %d entries for %d tokens", len(v.Types), len(v.Tokens))
@@ -885,4 +888,164 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	}
 	t.cfg = cfg
 	return t, nil
+}
+
+// ggufSPMToHF writes the tokenizer.json of a SentencePiece vocabulary (tokenizer.ggml.model
+// "llama": Llama 2, Mistral v0.1-v0.3, ...) the way transformers' LlamaConverter does:
+// a BPE model with byte fallback whose merges come from the scores, a normalizer that
+// prepends "▁" to every text segment and turns spaces into "▁", and the matching decoder.
+//
+// llama.cpp's SPM tokenizer repeatedly merges the adjacent pair whose concatenation is a
+// vocabulary token with the highest score (leftmost on ties), and falls back to <0xXX> byte
+// tokens. Listing every such pair as a merge, ranked by the merged token's score, makes
+// Hugging Face's BPE take the same steps; add_space_prefix (default true) is the "▁"
+// prepended to each raw-text fragment.
+func ggufSPMToHF(v *ggufVocab) (tokJSON, cfgJSON []byte, err error) {
+	if len(v.Scores) < len(v.Tokens) {
+		return nil, nil, fmt.Errorf("gguf: SentencePiece vocabulary needs %s for its %d tokens (has %d)", ggufKeyScores, len(v.Tokens), len(v.Scores))
+	}
+	typ := func(i int) int32 {
+		if len(v.Types) == 0 {
+			return ggufTokNormal
+		}
+		return v.Types[i]
+	}
+	ids := make(map[string]int, len(v.Tokens))
+	for i, tok := range v.Tokens {
+		if typ(i) == ggufTokUnused {
+			continue
+		}
+		if _, dup := ids[tok]; !dup {
+			ids[tok] = i
+		}
+	}
+	// Merges: every split of a normal token into two vocabulary pieces.
+	type merge struct {
+		l, r   string
+		merged int
+	}
+	var merges []merge
+	for i, tok := range v.Tokens {
+		if typ(i) != ggufTokNormal {
+			continue
+		}
+		for k := 1; k < len(tok); k++ {
+			if !utf8.RuneStart(tok[k]) {
+				continue
+			}
+			l, r := tok[:k], tok[k:]
+			li, okL := ids[l]
+			ri, okR := ids[r]
+			if okL && okR && typ(li) == ggufTokNormal && typ(ri) == ggufTokNormal {
+				merges = append(merges, merge{l, r, i})
+			}
+		}
+	}
+	slices.SortStableFunc(merges, func(a, b merge) int {
+		sa, sb := v.Scores[a.merged], v.Scores[b.merged]
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return a.merged - b.merged
+	})
+	unk := "<unk>"
+	if v.UNK >= 0 && v.UNK < len(v.Tokens) {
+		unk = v.Tokens[v.UNK]
+	}
+	addPrefix := v.AddSpacePrefix == nil || *v.AddSpacePrefix
+
+	var b bytes.Buffer
+	str := func(s string) { ggufJSONStr(&b, s) }
+	b.WriteString("{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [")
+	first := true
+	for i, tok := range v.Tokens {
+		t := typ(i)
+		if t != ggufTokControl && t != ggufTokUserDefined && t != ggufTokUnknown {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(&b, "\n    {\"id\": %d, \"content\": ", i)
+		str(tok)
+		special := t != ggufTokUserDefined
+		fmt.Fprintf(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": %v, \"special\": %v}", !special, special)
+	}
+	b.WriteString("\n  ],\n  \"normalizer\": ")
+	if addPrefix {
+		b.WriteString(`{"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}`)
+	} else {
+		b.WriteString(`{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}`)
+	}
+	b.WriteString(",\n  \"pre_tokenizer\": null,\n  \"post_processor\": ")
+	addBOS := v.AddBOS == nil || *v.AddBOS // llama.cpp's default for SentencePiece
+	addEOS := v.AddEOS != nil && *v.AddEOS
+	if (addBOS && v.BOS >= 0) || (addEOS && v.EOS >= 0) {
+		ggufWriteTemplate(&b, v, addBOS && v.BOS >= 0, addEOS && v.EOS >= 0)
+	} else {
+		b.WriteString("null")
+	}
+	b.WriteString(",\n  \"decoder\": ")
+	strip := ""
+	if addPrefix {
+		strip = `, {"type": "Strip", "content": " ", "start": 1, "stop": 0}`
+	}
+	b.WriteString(`{"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}` + strip + `]}`)
+	b.WriteString(",\n  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": ")
+	str(unk)
+	b.WriteString(", \"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": true, \"byte_fallback\": true, \"ignore_merges\": false,\n    \"vocab\": {")
+	first = true
+	seen := make(map[string]bool, len(v.Tokens))
+	for i, tok := range v.Tokens {
+		if typ(i) == ggufTokUnused || seen[tok] {
+			continue
+		}
+		seen[tok] = true
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteString("\n      ")
+		str(tok)
+		fmt.Fprintf(&b, ": %d", i)
+	}
+	b.WriteString("\n    },\n    \"merges\": [")
+	for i, m := range merges {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n      [")
+		str(m.l)
+		b.WriteString(", ")
+		str(m.r)
+		b.WriteString("]")
+	}
+	b.WriteString("\n    ]\n  }\n}\n")
+
+	cfg := map[string]any{
+		"add_bos_token": addBOS, "add_eos_token": addEOS, "clean_up_tokenization_spaces": false,
+		"legacy": true, "model_max_length": 1 << 30, "tokenizer_class": "LlamaTokenizerFast",
+	}
+	for key, id := range map[string]int{"bos_token": v.BOS, "eos_token": v.EOS, "pad_token": v.PAD, "unk_token": v.UNK} {
+		if id >= 0 && id < len(v.Tokens) {
+			cfg[key] = v.Tokens[id]
+		} else {
+			cfg[key] = nil
+		}
+	}
+	if v.ChatTemplate != "" {
+		cfg["chat_template"] = v.ChatTemplate
+	}
+	var cb bytes.Buffer
+	e := json.NewEncoder(&cb)
+	e.SetEscapeHTML(false)
+	e.SetIndent("", "  ")
+	if err := e.Encode(cfg); err != nil {
+		return nil, nil, fmt.Errorf("tokenizer_config.json: %w", err)
+	}
+	return b.Bytes(), cb.Bytes(), nil
 }

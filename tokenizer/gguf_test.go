@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,4 +271,63 @@ func TestGGUFTokenizerMatchesLlamaCpp(t *testing.T) {
 		}
 		check(t, tok, path, false)
 	})
+}
+
+// TestGGUFSentencePiece reads llama.cpp's Llama SentencePiece vocabulary GGUF (tokenizer.ggml.model
+// "llama", scores and byte tokens, no merges) and checks FromGGUF against llama.cpp's own test
+// vectors (generated with transformers' AutoTokenizer) and against llama.cpp itself.
+func TestGGUFSentencePiece(t *testing.T) {
+	dir := testref.Path(t, "llama-vocab")
+	path := filepath.Join(dir, "ggml-vocab-llama-spm.gguf")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := FromGGUF(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inp, err := os.ReadFile(path + ".inp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(path + ".out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := strings.Split(string(inp), "\n__ggml_vocab_test__\n")
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if cases[len(cases)-1] == "" {
+		cases = cases[:len(cases)-1]
+	}
+	if len(cases) != len(lines) || len(cases) < 20 {
+		t.Fatalf("%d input cases, %d output lines", len(cases), len(lines))
+	}
+	for i, c := range cases {
+		var want []int
+		for _, w := range strings.Fields(lines[i]) {
+			var id int
+			if _, err := fmt.Sscan(w, &id); err != nil {
+				t.Fatalf("%s.out line %d: %v", path, i+1, err)
+			}
+			want = append(want, id)
+		}
+		if got := tok.Encode(c, false); !slices.Equal(got, want) {
+			t.Errorf("case %d %.40q:\ntokenwise %v\nexpected  %v", i, c, head(got), head(want))
+		}
+	}
+	if got := tok.Encode("Hello", true); len(got) == 0 || got[0] != 1 {
+		t.Errorf("add_bos_token: Encode(\"Hello\", true) = %v, want BOS 1 first", got)
+	}
+	if s := tok.Decode(tok.Encode(" Hello  world\n\tçà 🦙", false), false); s != " Hello  world\n\tçà 🦙" {
+		t.Errorf("decode round trip: %q", s)
+	}
+	texts := append(slices.Clone(ggufTestTexts), udhrSample(t)...)
+	want := llamaTokenize(t, path, texts)
+	for i, s := range texts {
+		if got := tok.Encode(s, false); !slices.Equal(got, want[i]) {
+			t.Errorf("text %d %.30q: tokenwise %v\nllama.cpp %v", i, s, head(got), head(want[i]))
+		}
+	}
 }
