@@ -59,37 +59,7 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 	}
 	defer t.pool.Put(sc)
 
-	root := span{s: text, first: true, id: -1}
-	if track {
-		// Like HF, every byte starts aligned to its whole character, so a token holding part
-		// of a character (byte-level BPE) reports the character's range.
-		root.align = make([][2]int32, len(text))
-		for i := 0; i < len(text); {
-			_, size := utf8.DecodeRuneInString(text[i:])
-			for k := i; k < i+size; k++ {
-				root.align[k] = [2]int32{int32(i), int32(i + size)}
-			}
-			i += size
-		}
-	}
-	spans := sc.spans[:0]
-	spans = t.added.splitAdded(root, t.added.raw, spans)
-
-	// Normalize the text spans, then look for normalized added tokens in them.
-	if t.normalizer != nil || t.added.norm != nil {
-		next := sc.spans2[:0]
-		for _, sp := range spans {
-			if sp.id >= 0 {
-				next = append(next, sp)
-				continue
-			}
-			if t.normalizer != nil {
-				sp = t.normalizer.normalize(sp)
-			}
-			next = t.added.splitAdded(sp, t.added.norm, next)
-		}
-		spans, sc.spans2 = next, spans
-	}
+	spans := t.normalizedSpans(text, track, sc)
 
 	// Fast path for the GPT-style files (one Isolated regex Split, ByteLevel folded into the
 	// model): feed each regex match straight to the model, with no span list in between.
@@ -114,23 +84,12 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 				ids = t.modelIDs(s.s[prev:], sc, ids)
 			}
 		}
-		sc.spans = spans[:0]
+		sc.release(spans)
 		ids, _ = t.finish(ids, nil, nil, addSpecial)
 		return ids, nil
 	}
 
-	// Pre-tokenize: each step splits every text span further; token spans pass through.
-	for _, p := range t.pre {
-		next := sc.spans2[:0]
-		for _, sp := range spans {
-			if sp.id >= 0 {
-				next = append(next, sp)
-				continue
-			}
-			next = p.split(sp, next, sc)
-		}
-		spans, sc.spans2 = next, spans
-	}
+	spans = t.preTokenized(spans, sc)
 
 	ids := make([]int, 0, len(text)/3+4)
 	var offs [][2]int
@@ -158,8 +117,69 @@ func (t *Tokenizer) encode(text string, addSpecial, track bool) ([]int, [][2]int
 			}
 		}
 	}
-	sc.spans = spans[:0]
+	sc.release(spans)
 	return t.finish(ids, offs, vals, addSpecial)
+}
+
+// normalizedSpans is the first half of the pipeline: added tokens matched on the raw text,
+// the normalizer run on the text between them, then normalized added tokens matched. Spans
+// with id >= 0 are added tokens. The result lives in sc until the next call.
+func (t *Tokenizer) normalizedSpans(text string, track bool, sc *scratch) []span {
+	root := span{s: text, first: true, id: -1}
+	if track {
+		// Like HF, every byte starts aligned to its whole character, so a token holding part
+		// of a character (byte-level BPE) reports the character's range.
+		root.align = make([][2]int32, len(text))
+		for i := 0; i < len(text); {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			for k := i; k < i+size; k++ {
+				root.align[k] = [2]int32{int32(i), int32(i + size)}
+			}
+			i += size
+		}
+	}
+	spans := t.added.splitAdded(root, t.added.raw, sc.spans[:0])
+	if t.normalizer != nil || t.added.norm != nil {
+		next := sc.spans2[:0]
+		for _, sp := range spans {
+			if sp.id >= 0 {
+				next = append(next, sp)
+				continue
+			}
+			if t.normalizer != nil {
+				sp = t.normalizer.normalize(sp)
+			}
+			next = t.added.splitAdded(sp, t.added.norm, next)
+		}
+		spans, sc.spans2 = next, spans
+	}
+	return spans
+}
+
+// preTokenized runs the pre-tokenizers: each step splits every text span further; added-token
+// spans pass through. The pieces it returns are what the model encodes one by one.
+func (t *Tokenizer) preTokenized(spans []span, sc *scratch) []span {
+	for _, p := range t.pre {
+		next := sc.spans2[:0]
+		for _, sp := range spans {
+			if sp.id >= 0 {
+				next = append(next, sp)
+				continue
+			}
+			next = p.split(sp, next, sc)
+		}
+		spans, sc.spans2 = next, spans
+	}
+	return spans
+}
+
+// release drops the scratch's references to the text (so a pooled scratch does not keep a
+// large input alive) and keeps the buffers.
+func (sc *scratch) release(spans []span) {
+	clear(spans)
+	clear(sc.spans2[:cap(sc.spans2)])
+	sc.spans = spans[:0]
+	sc.spans2 = sc.spans2[:0]
 }
 
 // finish is HF's post_process for one sequence: truncate, add special tokens, pad.
