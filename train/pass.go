@@ -143,36 +143,90 @@ func axpy[T Float](y []T, a T, x []T) {
 	}
 }
 
+// dot4 returns the dot products of x with four rows at once: x is loaded once for four
+// products, and the four sums are independent add chains.
+func dot4[T Float](x, w0, w1, w2, w3 []T) (s0, s1, s2, s3 T) {
+	n := len(x)
+	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
+	for i, xv := range x {
+		s0 += xv * w0[i]
+		s1 += xv * w1[i]
+		s2 += xv * w2[i]
+		s3 += xv * w3[i]
+	}
+	return
+}
+
+// axpy4 does y += a0·x0 + a1·x1 + a2·x2 + a3·x3: y is loaded and stored once for four terms.
+func axpy4[T Float](y []T, a0, a1, a2, a3 T, x0, x1, x2, x3 []T) {
+	n := len(y)
+	x0, x1, x2, x3 = x0[:n], x1[:n], x2[:n], x3[:n]
+	for i := range y {
+		y[i] += a0*x0[i] + a1*x1[i] + a2*x2[i] + a3*x3[i]
+	}
+}
+
 // linFwd writes out[t] = W·in[t] (+ b) for n rows; W is [rows, cols] row-major.
 func linFwd[T Float](out, in, w, b []T, n, rows, cols int) {
-	for o := range rows {
-		wr := w[o*cols : (o+1)*cols]
-		var bias T
-		if b != nil {
-			bias = b[o]
-		}
+	o := 0
+	for ; o+4 <= rows; o += 4 {
+		w0, w1, w2, w3 := w[o*cols:(o+1)*cols], w[(o+1)*cols:(o+2)*cols], w[(o+2)*cols:(o+3)*cols], w[(o+3)*cols:(o+4)*cols]
 		for t := range n {
-			out[t*rows+o] = dot(in[t*cols:(t+1)*cols], wr) + bias
+			s0, s1, s2, s3 := dot4(in[t*cols:(t+1)*cols], w0, w1, w2, w3)
+			r := out[t*rows+o : t*rows+o+4]
+			r[0], r[1], r[2], r[3] = s0, s1, s2, s3
+		}
+	}
+	for ; o < rows; o++ {
+		wr := w[o*cols : (o+1)*cols]
+		for t := range n {
+			out[t*rows+o] = dot(in[t*cols:(t+1)*cols], wr)
+		}
+	}
+	if b != nil {
+		for t := range n {
+			r := out[t*rows : (t+1)*rows]
+			for o, bv := range b {
+				r[o] += bv
+			}
 		}
 	}
 }
 
 // linBwd accumulates din += dout·W, dW += doutᵀ·in and db += Σ dout over n rows. A nil din
-// skips the input gradient (nothing below needs it).
+// skips the input gradient.
 func linBwd[T Float](din, dw, db, dout, in, w []T, n, rows, cols int) {
-	for o := range rows {
-		wr, dwr := w[o*cols:(o+1)*cols], dw[o*cols:(o+1)*cols]
+	if din != nil {
 		for t := range n {
-			g := dout[t*rows+o]
-			if g == 0 {
+			d, g := din[t*cols:(t+1)*cols], dout[t*rows:(t+1)*rows]
+			o := 0
+			for ; o+4 <= rows; o += 4 {
+				if g[o] == 0 && g[o+1] == 0 && g[o+2] == 0 && g[o+3] == 0 {
+					continue
+				}
+				axpy4(d, g[o], g[o+1], g[o+2], g[o+3], w[o*cols:(o+1)*cols], w[(o+1)*cols:(o+2)*cols], w[(o+2)*cols:(o+3)*cols], w[(o+3)*cols:(o+4)*cols])
+			}
+			for ; o < rows; o++ {
+				axpy(d, g[o], w[o*cols:(o+1)*cols])
+			}
+		}
+	}
+	for o := range rows {
+		dwr := dw[o*cols : (o+1)*cols]
+		t := 0
+		for ; t+4 <= n; t += 4 {
+			g0, g1, g2, g3 := dout[t*rows+o], dout[(t+1)*rows+o], dout[(t+2)*rows+o], dout[(t+3)*rows+o]
+			if g0 == 0 && g1 == 0 && g2 == 0 && g3 == 0 {
 				continue
 			}
-			if din != nil {
-				axpy(din[t*cols:(t+1)*cols], g, wr)
-			}
-			axpy(dwr, g, in[t*cols:(t+1)*cols])
-			if db != nil {
-				db[o] += g
+			axpy4(dwr, g0, g1, g2, g3, in[t*cols:(t+1)*cols], in[(t+1)*cols:(t+2)*cols], in[(t+2)*cols:(t+3)*cols], in[(t+3)*cols:(t+4)*cols])
+		}
+		for ; t < n; t++ {
+			axpy(dwr, dout[t*rows+o], in[t*cols:(t+1)*cols])
+		}
+		if db != nil {
+			for t := range n {
+				db[o] += dout[t*rows+o]
 			}
 		}
 	}
