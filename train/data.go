@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -18,7 +19,7 @@ type Pair struct {
 }
 
 // ReadPairs reads corpus files: JSONL with {"prompt","completion"} or {"text"} lines, or any
-// other file as one plain text.
+// other file as plain text, one record per paragraph.
 func ReadPairs(paths ...string) ([]Pair, error) {
 	var out []Pair
 	for _, p := range paths {
@@ -28,7 +29,12 @@ func ReadPairs(paths ...string) ([]Pair, error) {
 		}
 		trimmed := bytes.TrimSpace(data)
 		if len(trimmed) == 0 || trimmed[0] != '{' {
-			out = append(out, Pair{Completion: string(data), Plain: true})
+			// A text file: one record per paragraph (blank-line separated).
+			for _, para := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n\n") {
+				if strings.TrimSpace(para) != "" {
+					out = append(out, Pair{Completion: strings.TrimSpace(para), Plain: true})
+				}
+			}
 			continue
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))

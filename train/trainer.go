@@ -178,15 +178,16 @@ func (tr *Trainer) gradient(seqs []Sequence) (float64, int, int, error) {
 	per := (len(seqs) + tr.Opt.Accum - 1) / tr.Opt.Accum
 	for lo := 0; lo < len(seqs); lo += per {
 		micro := seqs[lo:min(lo+per, len(seqs))]
-		var next atomic.Int64
+		// Worker w takes sequences w, w+W, ...: a fixed assignment, so the sums (and the
+		// trained weights) are the same on every run with the same thread count.
 		var wg sync.WaitGroup
-		for w := range min(len(tr.workers), len(micro)) {
+		nw := min(len(tr.workers), len(micro))
+		for w := range nw {
 			wg.Add(1)
 			go func(wk *worker) {
 				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= len(micro) || wk.err != nil {
+				for i := w; i < len(micro); i += nw {
+					if wk.err != nil {
 						return
 					}
 					l, n, err := c.lossGrad(micro[i].IDs, micro[i].Mask, &wk.gw, &wk.acts)
