@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"unicode/utf8"
 )
@@ -91,26 +92,53 @@ func newBPE(vocab map[string]int, merges [][2]string, unk *string, prefix, suffi
 			m.fallbackIDs[b] = int32(id)
 		}
 	}
+	// Resolving a merge costs three vocabulary lookups; Gemma-3 has 515k merges, so the work
+	// is split over the cores (map reads are safe concurrently) and the table filled after.
+	packed := make([][2]uint64, len(merges))
+	errs := make([]error, len(merges))
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), 8, len(merges)/20000+1)
+	chunk := (len(merges) + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, len(merges))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := lo; i < hi; i++ {
+				mg := merges[i]
+				a, ok := vocab[mg[0]]
+				if !ok {
+					errs[i] = fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[0])
+					return
+				}
+				b, ok := vocab[mg[1]]
+				if !ok {
+					errs[i] = fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[1])
+					return
+				}
+				// The merged token drops the right side's continuing_subword_prefix (HF cuts its length).
+				second := mg[1][min(len(prefix), len(mg[1])):]
+				buf = append(append(buf[:0], mg[0]...), second...)
+				n, ok := vocab[string(buf)]
+				if !ok {
+					errs[i] = fmt.Errorf("model.merges[%d]: merged token %q is not in model.vocab", i, buf)
+					return
+				}
+				packed[i] = [2]uint64{uint64(a)<<32 | uint64(b), uint64(i)<<32 | uint64(n)}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first bad merge, in file order
+		}
+	}
 	m.merges = newMergeTable(len(merges))
-	var buf []byte
-	for i, mg := range merges {
-		a, ok := vocab[mg[0]]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[0])
-		}
-		b, ok := vocab[mg[1]]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[1])
-		}
-		// The merged token drops the right side's continuing_subword_prefix (HF cuts its length).
-		second := mg[1][min(len(prefix), len(mg[1])):]
-		buf = append(append(buf[:0], mg[0]...), second...)
-		n, ok := vocab[string(buf)]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in model.vocab", i, buf)
-		}
+	for _, p := range packed {
 		// A pair listed twice keeps the later rank, as HF's map build does.
-		m.merges.put(uint64(a)<<32|uint64(b), uint64(i)<<32|uint64(n))
+		m.merges.put(p[0], p[1])
 	}
 	m.setByteUnits()
 	m.runeID = make([]int32, 1<<16)

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -22,7 +23,13 @@ type jsonScanner struct {
 func (s *jsonScanner) skipSpace() {
 	for s.pos < len(s.b) {
 		switch s.b[s.pos] {
-		case ' ', '\t', '\n', '\r':
+		case ' ':
+			// Pretty-printed files (Gemma-3's) indent every merge; skip spaces eight at a time.
+			s.pos++
+			for s.pos+8 <= len(s.b) && binary.LittleEndian.Uint64(s.b[s.pos:]) == 0x2020202020202020 {
+				s.pos += 8
+			}
+		case '\t', '\n', '\r':
 			s.pos++
 		default:
 			return

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -392,6 +393,36 @@ func TestTruncationPadding(t *testing.T) {
 			}
 			if got := tk.EncodeBatch(inputs[:7], add, 2); !reflect.DeepEqual(got, g.Batch) {
 				t.Errorf("%s EncodeBatch(add=%v) = %v, HF %v", name, add, got, g.Batch)
+			}
+		}
+	}
+}
+
+// TestLoadFormatting: the hand-written scanner reads the same tokenizer from compact and
+// deeply indented JSON (real files are pretty-printed, Gemma-3's with long indentation).
+func TestLoadFormatting(t *testing.T) {
+	for _, name := range []string{"bytelevel", "metaspace", "subword"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var compact, indented bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Indent(&indented, raw, "\t \r\n", "        "); err != nil {
+			t.Fatal(err)
+		}
+		want := loadFixture(t, name)
+		for _, data := range [][]byte{compact.Bytes(), indented.Bytes()} {
+			tk, err := FromJSON(data)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, s := range []string{"hello world", "Héllo, WORLD! 123 ab", "x<|end|>y  cat"} {
+				if got, w := tk.Encode(s, true), want.Encode(s, true); !reflect.DeepEqual(got, w) {
+					t.Errorf("%s: reformatted file gives %v, want %v", name, got, w)
+				}
 			}
 		}
 	}
