@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -125,5 +126,31 @@ func BenchmarkDecode(b *testing.B) {
 				tk.Decode(ids, false)
 			}
 		})
+	}
+}
+
+// TestRealTokenizers loads the four reference tokenizer.json files: vocabulary sizes, memory
+// after loading Gemma-3 (goal: under 400 MB), and lossless round trips on mixed text.
+func TestRealTokenizers(t *testing.T) {
+	sizes := map[string]int{"qwen3": 151669, "llama3": 128256, "gemma3": 262145, "gpt4o": 200019}
+	text := "Hello, world! It's 3.14 — naïve café, 日本語, Привет 👍\n\tfunc main() {}\n"
+	for name, size := range sizes {
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tk := realTokenizer(t, name)
+		var after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if heap := int64(after.HeapInuse) - int64(before.HeapInuse); heap > 400<<20 {
+			t.Errorf("%s: %d MB in use after loading", name, heap>>20)
+		}
+		if tk.VocabSize() != size {
+			t.Errorf("%s: VocabSize %d, want %d", name, tk.VocabSize(), size)
+		}
+		if got := tk.Decode(tk.Encode(text, false), false); got != text {
+			t.Errorf("%s: round trip gave %q", name, got)
+		}
+		runtime.KeepAlive(tk)
 	}
 }
