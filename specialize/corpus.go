@@ -70,7 +70,10 @@ func ReadCorpus(paths ...string) ([]Doc, error) {
 
 func parseCorpus(name string, data []byte) ([]Doc, error) {
 	trim := bytes.TrimSpace(data)
-	if len(trim) == 0 || trim[0] != '{' {
+	if len(trim) == 0 {
+		return nil, nil
+	}
+	if trim[0] != '{' {
 		return []Doc{{Text: string(data), Side: Text}}, nil
 	}
 	var docs []Doc

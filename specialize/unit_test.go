@@ -1,0 +1,106 @@
+package specialize
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/internal/testref"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+func TestReadCorpus(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain := write("a.txt", "plain text\nsecond line\n")
+	jl := write("b.jsonl", `{"prompt": "p1", "completion": "c1"}`+"\n\n"+`{"text": "t1"}`+"\n")
+	docs, err := ReadCorpus(plain, jl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Doc{{"plain text\nsecond line\n", Text}, {"p1", Input}, {"c1", Output}, {"t1", Text}}
+	if len(docs) != len(want) {
+		t.Fatalf("%d docs: %+v", len(docs), docs)
+	}
+	for i := range want {
+		if docs[i] != want[i] {
+			t.Fatalf("doc %d: %+v, want %+v", i, docs[i], want[i])
+		}
+	}
+	for _, c := range []struct{ name, body, want string }{
+		{"bad.jsonl", "{\"text\": \"ok\"}\n{\"text\": 3}\n", "bad.jsonl:2"},
+		{"other.jsonl", "{\"input\": \"x\"}\n", "other.jsonl:1"},
+		{"empty.jsonl", "", "no texts"},
+	} {
+		if _, err := ReadCorpus(write(c.name, c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one naming %q", c.name, err, c.want)
+		}
+	}
+	if _, err := ReadCorpus(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file read without error")
+	}
+}
+
+// TestReplayMatchesTokenizer: the BPE replay that chooses merges and computes the route
+// closure gives exactly the tokenizer's pieces (which match HF's) on real pre-tokens.
+func TestReplayMatchesTokenizer(t *testing.T) {
+	data, err := os.ReadFile(testref.Tokenizer(t, "qwen3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := tokenizer.FromJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := parseTokFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk := newRanks(tf.merges)
+	n := 0
+	for _, s := range append(udhrTexts(t, 30, 800), domainDocs(1, 5)[0].Text) {
+		for _, pc := range old.Pieces(s) {
+			if pc.Added {
+				continue
+			}
+			got := rk.replay(chars(byteLevelString(pc.Text)), nil)
+			if len(got) != len(pc.IDs) {
+				t.Fatalf("piece %q: replay %q, tokenizer %v", pc.Text, got, pc.IDs)
+			}
+			for i, g := range got {
+				if id := tf.vocab[g]; id != pc.IDs[i] {
+					t.Fatalf("piece %q token %d: replay %q (%d), tokenizer %d", pc.Text, i, g, id, pc.IDs[i])
+				}
+			}
+			n++
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d pieces compared", n)
+	}
+}
+
+func TestOverlaps(t *testing.T) {
+	for _, c := range []struct {
+		x, y string
+		want bool
+	}{
+		{`": "`, `" and`, true}, // `"` ends one and starts the other
+		{"abc", "cde", true},
+		{"abc", "abc", false}, // equal strings: containment, not a partial overlap
+		{"aa", "aa", true},    // "aaa" holds two overlapping copies
+		{"abc", "xyz", false},
+		{"abc", "bc", false}, // containment is fine
+	} {
+		if got := overlaps(c.x, c.y) || (c.x != c.y && overlaps(c.y, c.x)); got != c.want {
+			t.Errorf("overlap(%q, %q) = %v, want %v", c.x, c.y, got, c.want)
+		}
+	}
+}
