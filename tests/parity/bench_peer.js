@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Times one peer tokenizer on a text file, encode only (loading and reading excluded), for
-// scripts/bench-tokenizer.sh. Prints one JSON line {"peer","tokens","bytes","seconds","mb_s"}.
+// scripts/bench-tokenizer.sh. Prints one JSON line {"peer","tokens","bytes","seconds","mb_s",
+// "cpu_seconds"}; cpu_seconds is the process's user + system time during the encode, steadier
+// than the wall clock on a busy machine.
 //
 //   node bench_peer.js hf TOKENIZER_JSON TEXT_FILE [--ids OUT.json]
 //       HF tokenizers: the whole file as one encode() call (single-threaded by nature).
@@ -52,31 +54,39 @@ async function main() {
   let tokens = 0;
   let t0;
   let t1;
+  let c0;
+  let c1;
   if (peer === 'hf' || peer === 'hf-batch') {
     const {Tokenizer} = req('tokenizers');
     const tok = Tokenizer.fromFile(model);
     await tok.encode('warm up the thread pool', null, {addSpecialTokens: false});
     if (peer === 'hf') {
+      c0 = process.cpuUsage();
       t0 = process.hrtime.bigint();
       const e = await tok.encode(text, null, {addSpecialTokens: false});
       t1 = process.hrtime.bigint();
+      c1 = process.cpuUsage(c0);
       ids = e.getIds();
       tokens = ids.length;
     } else {
       // Bytes, not UTF-16 units, set the piece size in tokenwise; close enough for timing.
       const ps = pieces(text, 256 << 10);
+      c0 = process.cpuUsage();
       t0 = process.hrtime.bigint();
       const es = await tok.encodeBatch(ps, {addSpecialTokens: false});
       t1 = process.hrtime.bigint();
+      c1 = process.cpuUsage(c0);
       for (const e of es) tokens += e.getLength();
     }
   } else if (peer === 'tiktoken') {
     const {get_encoding} = req('tiktoken');
     const enc = get_encoding(model);
     enc.encode('warm up', 'all');
+    c0 = process.cpuUsage();
     t0 = process.hrtime.bigint();
     const out = enc.encode(text, 'all');
     t1 = process.hrtime.bigint();
+    c1 = process.cpuUsage(c0);
     ids = Array.from(out);
     tokens = ids.length;
     enc.free();
@@ -85,7 +95,8 @@ async function main() {
   }
   const seconds = Number(t1 - t0) / 1e9;
   if (flag === '--ids') fs.writeFileSync(idsOut, JSON.stringify(ids));
-  process.stdout.write(JSON.stringify({peer, tokens, bytes, seconds, mb_s: bytes / 1e6 / seconds}) + '\n');
+  const cpuSeconds = (c1.user + c1.system) / 1e6;
+  process.stdout.write(JSON.stringify({peer, tokens, bytes, seconds, mb_s: bytes / 1e6 / seconds, cpu_seconds: cpuSeconds}) + '\n');
 }
 
 main().catch((e) => fail(e.stack || String(e)));
