@@ -287,9 +287,10 @@ type kernelBench struct {
 }
 
 // newBench builds the matrices from a pool of 512 random rows, each matrix row copied from
-// a random pool row. The values must be as varied as a model's: the f16 kernel converts
-// through a 256 KiB table, and one repeated row would touch only a few of its cache lines
-// (a calibration that did so ran f16 at twice the speed the model then reached).
+// a random pool row. The values are kept as varied as a model's because the f16 kernel
+// converts through a 256 KiB table whose cache footprint depends on the values; one
+// repeated row would touch only a few of its lines. (Measured here, the effect was within
+// the machine's noise; the precaution is cheap.)
 func newBench(dt tensor.DType, mib int) (*kernelBench, error) {
 	const cols, poolRows = 2048, 512
 	rowBytes, err := dt.BytesFor(cols)
