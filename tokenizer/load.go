@@ -196,8 +196,13 @@ func parseTokenizerJSON(data []byte) (*Tokenizer, error) {
 		if bl, ok := pres[n-1].(*byteLevelPre); ok {
 			bl.deferMap = true
 			t.model.byteInput = true
-			if !bl.addPrefixSpace && !bl.useRegex {
+			switch {
+			case !bl.addPrefixSpace && !bl.useRegex:
 				pres = pres[:n-1] // nothing left for it to do
+			case !bl.addPrefixSpace:
+				// Only the GPT-2 regex split is left (GPT-2, RoBERTa files): as a plain
+				// Isolated Split it takes encode's direct regex-to-model path.
+				pres[n-1] = &splitPre{re: bl.re, behavior: behIsolated}
 			}
 		}
 	}

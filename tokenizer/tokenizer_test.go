@@ -42,7 +42,7 @@ func charToByteOffsets(s string, o [2]int) [2]int {
 // (golden_*.jsonl, made by testdata/gen_golden.js): ids with and without special tokens,
 // offsets, and decode with and without skipping special tokens.
 func TestGolden(t *testing.T) {
-	for _, name := range []string{"bytelevel", "bytelevel_legacy", "metaspace", "unk", "subword", "misc", "meta2", "bytelevel_seq"} {
+	for _, name := range []string{"bytelevel", "bytelevel_legacy", "metaspace", "unk", "subword", "misc", "meta2", "bytelevel_seq", "gpt2style"} {
 		t.Run(name, func(t *testing.T) {
 			tk := loadFixture(t, name)
 			f, err := os.Open(filepath.Join("testdata", "golden_"+name+".jsonl"))

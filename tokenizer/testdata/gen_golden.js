@@ -6,7 +6,7 @@ const fs = require('fs');
 const dir = __dirname;
 const inputs = JSON.parse(fs.readFileSync(dir + '/inputs.json'));
 (async () => {
-  for (const name of ['bytelevel', 'bytelevel_legacy', 'metaspace', 'unk', 'subword', 'misc', 'meta2', 'bytelevel_seq']) {
+  for (const name of ['bytelevel', 'bytelevel_legacy', 'metaspace', 'unk', 'subword', 'misc', 'meta2', 'bytelevel_seq', 'gpt2style']) {
     const t = Tokenizer.fromFile(`${dir}/${name}.json`);
     const out = [];
     for (const add of [false, true]) {
