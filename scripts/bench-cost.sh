@@ -2,9 +2,10 @@
 # The cost model against measurements on this machine (not part of the tests: the numbers
 # depend on the machine and its load). For each shape and dtype it synthesizes a random-weight
 # checkpoint, then, one right after the other:
+#   tokenwise calibrate       this machine's kernel rates for that dtype, measured just now
+#                             (the neighbours' load drifts over minutes: each pair is timed together)
 #   tokenwise bench --json    measured prefill and decode tok/s (engine timing, median)
-#   tokenwise cost  --json    predicted by the roofline on the profile `tokenwise calibrate`
-#                             wrote a moment before (kernel rates at the same thread count)
+#   tokenwise cost  --json    predicted by the roofline on that profile, same thread count
 # and prints predicted/measured for prefill and decode (goal: within ±25%).
 #
 # Clock: on a machine shared with other busy processes (this project's 2-core machines run
@@ -12,6 +13,7 @@
 # calibrate runs with --clock cpu (kernel rates per CPU-second per thread) and the main
 # comparison is against bench's *_cpu fields (work / (process CPU time / threads)); the
 # wall-clock measurements are printed next to them. On an idle machine set CLOCK=wall.
+# Even by CPU time the neighbours' memory traffic moves single runs by ±20-30%.
 #
 #   scripts/bench-cost.sh                       # all shapes, bf16 f16 q8_0
 #   SHAPES="smollm2-135m" DTYPES="bf16" PROMPT=64 GEN=16 scripts/bench-cost.sh
@@ -40,8 +42,6 @@ declare -A tokjson=(
 tiny=internal/cli/testdata/tiny-tokenizer.json
 
 echo "# $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); prompt $PROMPT, $GEN decode steps, $THREADS threads, median of $REPEATS" >&2
-prof="$out/this-machine.json"
-"$tw" calibrate --out "$prof" --threads "$THREADS" --dtypes "$(echo $DTYPES | tr ' ' ',')" --repeats 5 --clock "$CLOCK" >&2
 
 results="$out/results.jsonl"
 : >"$results"
@@ -63,6 +63,8 @@ for shape in $SHAPES; do
 			[[ -d $m ]] || "$tw" synth --config "configs/$shape.json" --tokenizer "$tok" --dtype "$dt" --out "$m" >&2
 		fi
 		echo "== $shape $dt" >&2
+		prof="$out/this-machine-$dt.json"
+		"$tw" calibrate --out "$prof" --threads "$THREADS" --dtypes "$dt" --read-mib 512 --repeats 5 --clock "$CLOCK" >&2
 		meas=$("$tw" bench --model "$m" --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --threads "$THREADS" --repeats "$REPEATS" --json)
 		pred=$("$tw" cost --model "$m" --hardware "$prof" --threads "$THREADS" --prompt "$PROMPT" --output "$GEN" --json)
 		jq -c -n --arg shape "$shape" --arg dtype "$dt" --argjson m "$meas" --argjson p "$pred" \
@@ -80,4 +82,4 @@ jq -r --arg sel "$sel" '[.shape, .dtype, .measured["prefill_tok_s"+$sel], .predi
 	while IFS=$'\t' read -r s d mp pp rp md pd rd mh ph wp wd; do
 		printf "%-13s %-5s | %8.2f %8.2f %8.2f | %8.3f %8.3f %8.2f | %6.1f%% %6.1f%% | %.2f, %.3f\n" "$s" "$d" "$mp" "$pp" "$rp" "$md" "$pd" "$rd" "$mh" "$ph" "$wp" "$wd"
 	done
-echo "(measured: tokenwise bench, ${CLOCK} clock; predicted: tokenwise cost on $prof; ratio = predicted/measured; raw: $results)"
+echo "(measured: tokenwise bench, ${CLOCK} clock; predicted: tokenwise cost on $out/this-machine-DTYPE.json; ratio = predicted/measured; raw: $results)"
