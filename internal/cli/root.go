@@ -32,6 +32,7 @@ func newRoot() *cobra.Command {
 		newDetokenizeCmd(),
 		newCountCmd(),
 		newGenerateCmd(),
+		newServeCmd(),
 		newExportCmd(),
 		newCalibrateCmd(),
 		newBenchCmd(),

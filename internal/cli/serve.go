@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/server"
+)
+
+type serveFlags struct {
+	model, host, name, kvMem, apiKey string
+	port, maxSeqs, maxBatched        int
+	maxWaiting, maxLen, threads      int
+	timeout, grace                   time.Duration
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve --model PATH [--host 127.0.0.1] [--port 8080] [--max-seqs N] [--kv-cache-mem SIZE] [--api-key KEY]",
+		Short: "Serve a model over an OpenAI-compatible HTTP API with continuous batching",
+		Long: `Serve loads the model and answers POST /v1/completions and /v1/chat/completions
+(streamed as server-sent events with "stream": true), GET /v1/models, POST /tokenize and
+/detokenize, GET /health (200 once ready) and GET /metrics (Prometheus; vLLM's metric names
+with the prefix "tokenwise:").
+
+Requests are batched continuously: each step runs up to --max-seqs sequences and
+--max-batched-tokens tokens (prompt chunks and one token per decoding sequence), over a
+paged KV cache of --kv-cache-mem bytes with prefix caching. When --max-waiting requests are
+queued, more get 429 with Retry-After. Each response's usage reports its prefill and decode
+time and steps.
+
+With --api-key (or TOKENWISE_API_KEY), every endpoint except /health and /metrics needs
+"Authorization: Bearer KEY". SIGTERM or Ctrl-C stops accepting requests, lets those in
+flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
+		Example: `  tokenwise serve --model /tmp/smollm2-synth --port 8080 --max-seqs 16 --kv-cache-mem 1GiB`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, f, cmd.ErrOrStderr(), nil)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "model: a Hugging Face folder or a .gguf file")
+	fl.StringVar(&f.host, "host", "127.0.0.1", "address to listen on")
+	fl.IntVar(&f.port, "port", 8080, "port to listen on (0: any free port)")
+	fl.StringVar(&f.name, "served-model-name", "", "model id in the API (default: the model folder's name)")
+	fl.IntVar(&f.maxSeqs, "max-seqs", 16, "sequences batched at once")
+	fl.IntVar(&f.maxBatched, "max-batched-tokens", 256, "tokens computed per step (prefill chunks + decodes)")
+	fl.IntVar(&f.maxWaiting, "max-waiting", 0, "queued requests before 429 (0: 4 × --max-seqs)")
+	fl.IntVar(&f.maxLen, "max-model-len", 0, "longest prompt + completion in tokens (0: the model's context)")
+	fl.StringVar(&f.kvMem, "kv-cache-mem", "512MiB", "KV cache memory, e.g. 512MiB, 2GiB, 1e9")
+	fl.StringVar(&f.apiKey, "api-key", "", "require this Bearer key (default: $TOKENWISE_API_KEY)")
+	fl.IntVar(&f.threads, "threads", 0, "compute threads (0: one per CPU)")
+	fl.DurationVar(&f.timeout, "request-timeout", 10*time.Minute, "longest a request may run")
+	fl.DurationVar(&f.grace, "shutdown-grace", 30*time.Second, "how long requests in flight may finish after SIGTERM")
+	return cmd
+}
+
+// parseByteSize reads a byte count: a number with an optional K/M/G/T suffix, binary with an i
+// (KiB, MiB, GiB, TiB) and decimal without (KB or K = 1000).
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "b")
+	mult := 1.0
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"K", 1e3}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}}
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || v <= 0 || v*mult > 1<<50 {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes such as 512MiB, 2GiB or 1e9", s)
+	}
+	return int64(v * mult), nil
+}
+
+// runServe serves until ctx is cancelled, then shuts down gracefully. ready (tests) gets
+// the listening address.
+func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(addr string)) error {
+	if f.model == "" {
+		return errors.New("serve: --model is required: pass a Hugging Face model folder (config.json, *.safetensors, tokenizer.json) " +
+			"or a .gguf file, e.g. one written by `tokenwise synth --config configs/smollm2-135m.json --tokenizer TOKENIZER --out DIR` " +
+			"(there is no embedded demo model yet)")
+	}
+	kvBytes, err := parseByteSize(f.kvMem)
+	if err != nil {
+		return fmt.Errorf("serve: --kv-cache-mem: %w", err)
+	}
+	if f.maxSeqs < 1 || f.maxBatched < 1 {
+		return fmt.Errorf("serve: --max-seqs %d and --max-batched-tokens %d must be >= 1", f.maxSeqs, f.maxBatched)
+	}
+	if f.apiKey == "" {
+		f.apiKey = os.Getenv("TOKENWISE_API_KEY")
+	}
+	tok, err := loadModelTokenizer(f.model)
+	if err != nil {
+		return err
+	}
+	m, err := model.Load(f.model, model.Options{Threads: f.threads})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer m.Close()
+	name := f.name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(filepath.Clean(f.model)), filepath.Ext(f.model))
+	}
+	srv, err := server.New(server.Config{
+		Model: m, Tokenizer: tok, ModelName: name,
+		MaxSeqs: f.maxSeqs, MaxBatchedTokens: f.maxBatched, MaxWaiting: f.maxWaiting, MaxModelLen: f.maxLen,
+		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	addr := ln.Addr().String()
+	fmt.Fprintf(stderr, "tokenwise: serving %q on http://%s (KV cache %d blocks of 16 tokens, max model length %d, max %d sequences)\n",
+		name, addr, srv.NumBlocks(), srv.MaxModelLen(), f.maxSeqs)
+	if ready != nil {
+		ready(addr)
+	}
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stderr, "tokenwise: shutting down: finishing requests in flight")
+	srv.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		// Grace is over: cancel what is left, then close the connections.
+		fmt.Fprintln(stderr, "tokenwise: grace period over: cancelling requests in flight")
+		srv.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer ccancel()
+		if err := hs.Shutdown(cctx); err != nil {
+			hs.Close()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestServeNeedsModel(t *testing.T) {
+	_, _, err := runCLI(t, "serve")
+	if err == nil || !strings.Contains(err.Error(), "--model") || !strings.Contains(err.Error(), "tokenwise synth") {
+		t.Fatalf("serve without --model: %v", err)
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"512MiB": 512 << 20, "2GiB": 2 << 30, "1e9": 1e9, "800M": 800e6, "64KiB": 64 << 10, "1.5G": 1.5e9, "4096": 4096} {
+		if got, err := parseByteSize(in); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1G", "lots", "0", "1e30"} {
+		if _, err := parseByteSize(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+// TestServeGracefulShutdown serves a synth model, answers a request, and returns nil (exit
+// 0) once its context is cancelled, as SIGTERM does.
+func TestServeGracefulShutdown(t *testing.T) {
+	dir := synthFolder(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	var stderr strings.Builder
+	go func() {
+		done <- runServe(ctx, serveFlags{model: dir, host: "127.0.0.1", port: 0, maxSeqs: 2, maxBatched: 64,
+			kvMem: "4MiB", timeout: time.Minute, grace: 5 * time.Second}, &stderr, func(a string) { addrc <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	resp, err := http.Get("http://" + addr + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	resp, err = http.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"hi","max_tokens":4,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"completion_tokens":4`) {
+		t.Fatalf("completion: %d %s", resp.StatusCode, b)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shutdown returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
