@@ -19,8 +19,8 @@ type Sequence struct {
 	Mask []bool
 }
 
-// targets is the number of positions of s that carry a loss.
-func (s Sequence) targets() int {
+// Targets is the number of positions of s that carry a loss.
+func (s Sequence) Targets() int {
 	if s.Mask == nil {
 		return max(len(s.IDs)-1, 0)
 	}

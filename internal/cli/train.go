@@ -169,8 +169,8 @@ func runTraining(stdout, stderr io.Writer, a *trainArgs, what string) error {
 	encode := func(ps []train.Pair) []train.Sequence {
 		out := make([]train.Sequence, 0, len(ps))
 		for _, p := range ps {
-			s := train.Encode(tok, p, a.completionOnly, seqLen)
-			if len(s.IDs) >= 2 {
+			// A record cut before its completion has nothing to learn from.
+			if s := train.Encode(tok, p, a.completionOnly, seqLen); s.Targets() > 0 {
 				out = append(out, s)
 			}
 		}
@@ -178,7 +178,7 @@ func runTraining(stdout, stderr io.Writer, a *trainArgs, what string) error {
 	}
 	data, heldSeqs := encode(pairs), encode(held)
 	if len(data) == 0 {
-		return fmt.Errorf("%s: no training sequences of 2 tokens or more", what)
+		return fmt.Errorf("%s: no training sequence has a target token within --seq-len %d", what, seqLen)
 	}
 	trainable, err := trainableFunc(a.trainable, cfg.NumLayers, cfg.TieEmbeddings)
 	if err != nil {

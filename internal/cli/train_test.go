@@ -48,7 +48,7 @@ func TestTrainTokenizerTrainAdapt(t *testing.T) {
 	cfg := writeFile(t, tmp, "cfg.json", trainTestConfig)
 	base := filepath.Join(tmp, "base")
 	out, stderr := mustRunErr(t, "train", "--config", cfg, "--tokenizer", tokDir, "--corpus", corpus, "--steps", "4",
-		"--batch", "2", "--threads", "2", "--seq-len", "256", "--out", base)
+		"--batch", "2", "--threads", "2", "--seq-len", "512", "--out", base)
 	if !strings.Contains(stderr, "tokens/s") || !strings.Contains(out, "held-out loss") {
 		t.Errorf("train output: %q\nstderr: %q", out, stderr)
 	}
@@ -65,7 +65,7 @@ func TestTrainTokenizerTrainAdapt(t *testing.T) {
 	}
 	adapted := filepath.Join(tmp, "adapted")
 	mustRunErr(t, "adapt", "--model", base, "--corpus", corpus, "--steps", "2", "--batch", "2", "--threads", "2",
-		"--seq-len", "256", "--lr", "1e-2", "--out", adapted)
+		"--seq-len", "512", "--lr", "1e-2", "--out", adapted)
 	after, err := train.Load(adapted)
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +79,9 @@ func TestTrainTokenizerTrainAdapt(t *testing.T) {
 	}
 	if _, _, err := run(t, "", "train", "--tokenizer", tokDir, "--corpus", corpus, "--out", base); err == nil {
 		t.Error("train without --config or --model: no error")
+	}
+	if _, _, err := run(t, "", "train", "--model", base, "--corpus", corpus, "--seq-len", "64", "--out", adapted); err == nil || !strings.Contains(err.Error(), "no training sequence") {
+		t.Errorf("train with every completion cut off by --seq-len: %v", err)
 	}
 	if _, _, err := run(t, "", "adapt", "--model", base, "--corpus", corpus, "--trainable", "layer.9", "--out", adapted); err == nil {
 		t.Error("adapt --trainable layer.9 of a 3-layer model: no error")
