@@ -95,26 +95,26 @@ func newBPE(vocab map[string]int, merges [][2]string, unk *string, prefix, suffi
 	// Resolving a merge costs three vocabulary lookups; Gemma-3 has 515k merges, so the work
 	// is split over the cores (map reads are safe concurrently) and the table filled after.
 	packed := make([][2]uint64, len(merges))
-	errs := make([]error, len(merges))
 	var wg sync.WaitGroup
 	workers := min(runtime.GOMAXPROCS(0), 8, len(merges)/20000+1)
+	errs := make([]error, workers) // each worker's first bad merge; chunks are in file order
 	chunk := (len(merges) + workers - 1) / workers
 	for w := 0; w < workers; w++ {
 		lo, hi := w*chunk, min((w+1)*chunk, len(merges))
 		wg.Add(1)
-		go func() {
+		go func(w int) {
 			defer wg.Done()
 			var buf []byte
 			for i := lo; i < hi; i++ {
 				mg := merges[i]
 				a, ok := vocab[mg[0]]
 				if !ok {
-					errs[i] = fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[0])
+					errs[w] = fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[0])
 					return
 				}
 				b, ok := vocab[mg[1]]
 				if !ok {
-					errs[i] = fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[1])
+					errs[w] = fmt.Errorf("model.merges[%d]: token %q is not in model.vocab", i, mg[1])
 					return
 				}
 				// The merged token drops the right side's continuing_subword_prefix (HF cuts its length).
@@ -122,12 +122,12 @@ func newBPE(vocab map[string]int, merges [][2]string, unk *string, prefix, suffi
 				buf = append(append(buf[:0], mg[0]...), second...)
 				n, ok := vocab[string(buf)]
 				if !ok {
-					errs[i] = fmt.Errorf("model.merges[%d]: merged token %q is not in model.vocab", i, buf)
+					errs[w] = fmt.Errorf("model.merges[%d]: merged token %q is not in model.vocab", i, buf)
 					return
 				}
 				packed[i] = [2]uint64{uint64(a)<<32 | uint64(b), uint64(i)<<32 | uint64(n)}
 			}
-		}()
+		}(w)
 	}
 	wg.Wait()
 	for _, err := range errs {
