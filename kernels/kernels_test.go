@@ -108,7 +108,7 @@ func TestMatVecMatMul(t *testing.T) {
 				out := make([]float32, rows)
 				MatVec(pool, out, &w, x, s)
 				for r := range rows {
-					checkDot(t, fmt.Sprintf("MatVec %s row %d", name, r), out[r], ref[r*cols:(r+1)*cols], x)
+					checkProduct(t, dt, fmt.Sprintf("MatVec %s row %d", name, r), out[r], ref[r*cols:(r+1)*cols], x, w.Data[r*w.rowBytes:])
 				}
 				for _, n := range []int{2, 5, 9} {
 					xs := randVec(rng, n*cols)
@@ -116,8 +116,8 @@ func TestMatVecMatMul(t *testing.T) {
 					MatMul(pool, outs, &w, xs, n, s)
 					for tk := range n {
 						for r := range rows {
-							checkDot(t, fmt.Sprintf("MatMul %s n=%d token %d row %d", name, n, tk, r),
-								outs[tk*rows+r], ref[r*cols:(r+1)*cols], xs[tk*cols:(tk+1)*cols])
+							checkProduct(t, dt, fmt.Sprintf("MatMul %s n=%d token %d row %d", name, n, tk, r),
+								outs[tk*rows+r], ref[r*cols:(r+1)*cols], xs[tk*cols:(tk+1)*cols], w.Data[r*w.rowBytes:])
 						}
 					}
 				}

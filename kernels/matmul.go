@@ -15,6 +15,10 @@ func MatMul(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) {
 	cols, rows := w.Cols, w.Rows
 	x = x[:n*cols]
 	out = out[:n*rows]
+	if quantProduct(p, out, w, x, n, s) { // ggml-compatible 8-bit activations (quant_dot.go)
+		return
+	}
+	x = roundActivations(w, x, s)
 	p.Run(rows, 4, func(worker, lo, hi int) {
 		buf := s.buf(worker, 4*cols)
 		for r := lo; r < hi; r += 4 {

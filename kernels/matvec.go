@@ -12,6 +12,10 @@ import (
 func MatVec(p *Pool, out []float32, w *Mat, x []float32, s *Scratch) {
 	x = x[:w.Cols]
 	out = out[:w.Rows]
+	if quantProduct(p, out, w, x, 1, s) { // ggml-compatible 8-bit activations (quant_dot.go)
+		return
+	}
+	x = roundActivations(w, x, s)
 	p.Run(w.Rows, 4, func(worker, lo, hi int) {
 		matVecRows(out, w, x, lo, hi, s.buf(worker, w.Cols))
 	})
@@ -19,7 +23,11 @@ func MatVec(p *Pool, out []float32, w *Mat, x []float32, s *Scratch) {
 
 // Scratch holds one float32 buffer per worker, grown on demand, so that kernels which
 // dequantize a row first allocate nothing per call.
-type Scratch struct{ bufs [][]float32 }
+type Scratch struct {
+	bufs [][]float32
+	act  qact      // activations quantized for block-quantized weights, shared by the workers
+	xr   []float32 // activations rounded to f16/bf16
+}
 
 // NewScratch makes scratch space for a pool of the given size.
 func NewScratch(threads int) *Scratch { return &Scratch{bufs: make([][]float32, threads)} }

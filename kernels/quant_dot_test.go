@@ -1,0 +1,219 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// checkProduct checks one output of MatVec/MatMul for a row whose dequantized weights are w
+// (float64) and whose float32 activations were x, against what ggml computes: for
+// block-quantized weights the activations are first rounded to Q8_0/Q8_1 blocks, for F16/BF16
+// to half precision. The reference is float64 arithmetic on the rounded activations, so the
+// tolerance is checkDot's float32 summation bound. raw is the weight row's stored bytes.
+func checkProduct(t *testing.T, dt tensor.DType, what string, got float32, w []float64, x []float32, raw []byte) {
+	t.Helper()
+	switch actKindOf(dt) {
+	case actF32:
+		checkDot(t, what, got, w, x)
+		return
+	case actF16, actBF16:
+		xr := make([]float32, len(x))
+		for i, v := range x {
+			if dt == tensor.F16 {
+				xr[i] = tensor.F16ToF32(tensor.F32ToF16(v))
+			} else {
+				xr[i] = tensor.BF16ToF32(tensor.F32ToBF16(v))
+			}
+		}
+		checkDot(t, what, got, w, xr)
+		return
+	}
+	var a qact
+	a.quantize(x, true)
+	var want, abs float64
+	for i, wv := range w {
+		xq := float64(a.d[i/32]) * float64(a.q[i])
+		want += wv * xq
+		abs += math.Abs(wv * xq)
+	}
+	if dt == tensor.Q4_1 {
+		// ggml adds m·s with s = d·Σq rounded to f16 instead of m·d·Σq.
+		for b := range len(x) / 32 {
+			m := float64(tensor.F16ToF32(uint16(raw[b*20+2]) | uint16(raw[b*20+3])<<8))
+			var sq int
+			for _, q := range a.q[b*32 : b*32+32] {
+				sq += int(q)
+			}
+			want += m * (float64(a.s[b]) - float64(a.d[b])*float64(sq))
+			abs += math.Abs(m * float64(a.s[b]))
+		}
+	}
+	if tol := float64(len(w)+4) * 0x1p-24 * abs; math.Abs(float64(got)-want) > tol {
+		t.Fatalf("%s: got %g, want %g (tolerance %g)", what, got, want, tol)
+	}
+}
+
+// TestQuantizeQ8 checks the activation quantizer against ggml's definition: scale
+// f16(amax/127), quants round(x·127/amax) half to even, each within half a step of x/d, and
+// s = f16(d·Σq); and against the tensor package's Q8_0 quantizer (ggml's scalar reference,
+// which rounds halves away from zero and multiplies by 1/d, so a quant may differ by one
+// at a tie).
+func TestQuantizeQ8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 32 * 64
+	x := make([]float32, n)
+	for i := range x {
+		switch i % 97 {
+		case 0:
+			x[i] = 0
+		default:
+			x[i] = float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()))
+		}
+	}
+	for i := range 32 { // an all-zero block
+		x[i+32*5] = 0
+	}
+	for i := range 32 { // exact halves: 127/amax = 1, so x·id = k+0.5 must round to even
+		x[i+32*7] = float32(i-16) + 0.5
+	}
+	x[32*7] = 127
+	var a qact
+	a.quantize(x, true)
+	ref := make([]byte, n/32*34)
+	if err := tensor.Quantize(tensor.Q8_0, x, ref); err != nil {
+		t.Fatal(err)
+	}
+	diffs := 0
+	for b := range n / 32 {
+		blk := x[b*32 : b*32+32]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, abs32(v))
+		}
+		if want := tensor.F16ToF32(tensor.F32ToF16(amax / 127)); a.d[b] != want {
+			t.Fatalf("block %d: d = %g, want %g", b, a.d[b], want)
+		}
+		if rd := tensor.F16ToF32(uint16(ref[b*34]) | uint16(ref[b*34+1])<<8); rd != a.d[b] {
+			t.Errorf("block %d: d = %g, tensor.Quantize has %g", b, a.d[b], rd)
+		}
+		var sum int
+		for i, v := range blk {
+			q := a.q[b*32+i]
+			sum += int(q)
+			if amax == 0 {
+				if q != 0 {
+					t.Fatalf("block %d: zero block has q[%d] = %d", b, i, q)
+				}
+				continue
+			}
+			e := float64(v) * 127 / float64(amax)
+			if math.Abs(e-float64(q)) > 0.5+1e-5 {
+				t.Fatalf("block %d [%d]: %g quantized to %d (exact %g)", b, i, v, q, e)
+			}
+			if math.Abs(math.Abs(e-math.Trunc(e))-0.5) < 1e-9 && int(q)%2 != 0 {
+				t.Fatalf("block %d [%d]: tie %g rounded to odd %d", b, i, e, q)
+			}
+			if rq := int8(ref[b*34+2+i]); rq != q {
+				diffs++
+				if d := int(rq) - int(q); d < -1 || d > 1 {
+					t.Fatalf("block %d [%d]: q = %d, tensor.Quantize has %d", b, i, q, rq)
+				}
+			}
+		}
+		if want := tensor.F16ToF32(tensor.F32ToF16(amax / 127 * float32(sum))); a.s[b] != want {
+			t.Fatalf("block %d: s = %g, want %g", b, a.s[b], want)
+		}
+	}
+	if diffs > 40 { // the 16 half-integer ties of block 7 plus rare rounding of x·id vs x/d
+		t.Errorf("%d quants differ from tensor.Quantize by one", diffs)
+	}
+}
+
+// TestQuantDotLanes checks the lane-ordered block dot products against a direct sum over
+// exactly representable values (small integers times power-of-two scales), where every
+// summation order gives the same float32 result.
+func TestQuantDotLanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+		for _, nb := range []int{1, 3, 18} {
+			bb := dt.BlockBytes()
+			row := make([]byte, nb*bb)
+			for i := range row {
+				row[i] = byte(rng.IntN(256))
+			}
+			var a qact
+			a.d = make([]float32, nb)
+			a.s = make([]float32, nb)
+			a.q = make([]int8, nb*32)
+			var want float64
+			for b := range nb {
+				dw := float32(1) / float32(int(1)<<rng.IntN(4))
+				h := tensor.F32ToF16(dw)
+				row[b*bb], row[b*bb+1] = byte(h), byte(h>>8)
+				m := float32(0)
+				if dt == tensor.Q4_1 {
+					m = -float32(1) / 8
+					hm := tensor.F32ToF16(m)
+					row[b*bb+2], row[b*bb+3] = byte(hm), byte(hm>>8)
+				}
+				a.d[b] = float32(1) / 4
+				var sq int
+				for i := range 32 {
+					q := int8(rng.IntN(255) - 127)
+					a.q[b*32+i] = q
+					sq += int(q)
+				}
+				a.s[b] = a.d[b] * float32(sq)
+				for i := range 32 {
+					var wq float64
+					switch dt {
+					case tensor.Q8_0:
+						wq = float64(int8(row[b*bb+2+i]))
+					case tensor.Q4_0:
+						wq = float64(int(row[b*bb+2+i%16]>>(4*(i/16))&15) - 8)
+					case tensor.Q4_1:
+						wq = float64(row[b*bb+4+i%16] >> (4 * (i / 16)) & 15)
+					}
+					want += float64(dw) * wq * float64(a.d[b]) * float64(a.q[b*32+i])
+				}
+				want += float64(m) * float64(a.s[b])
+			}
+			w := Mat{DType: dt, Rows: 1, Cols: nb * 32, Data: row, rowBytes: len(row)}
+			if got := actDot(&w, 0, &a, 0); float64(got) != want {
+				t.Errorf("%v, %d blocks: got %g, want %g", dt, nb, got, want)
+			}
+		}
+	}
+}
+
+// TestRoundActivations: F16 and BF16 weights see activations rounded to their precision
+// (ggml's vec_dot_type for both), so a row times x equals the row times the rounded x.
+func TestRoundActivations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pool := NewPool(2)
+	defer pool.Close()
+	s := NewScratch(2)
+	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16} {
+		w, _ := randMat(t, rng, dt, 9, 70)
+		x := randVec(rng, 70)
+		xr := make([]float32, 70)
+		copy(xr, roundActivations(&w, x, s))
+		for i := range xr {
+			if dt == tensor.F16 && xr[i] != tensor.F16ToF32(tensor.F32ToF16(x[i])) ||
+				dt == tensor.BF16 && xr[i] != tensor.BF16ToF32(tensor.F32ToBF16(x[i])) {
+				t.Fatalf("%v: rounded x[%d] = %g from %g", dt, i, xr[i], x[i])
+			}
+		}
+		a, b := make([]float32, 9), make([]float32, 9)
+		MatVec(pool, a, &w, x, s)
+		MatVec(pool, b, &w, xr, s)
+		for i := range a {
+			if a[i] != b[i] {
+				t.Errorf("%v row %d: W·x = %g, W·round(x) = %g", dt, i, a[i], b[i])
+			}
+		}
+	}
+}
