@@ -176,8 +176,6 @@ func (s *Server) execute(step sched.Step) {
 		}
 	}
 	s.met.preemptions.Add(float64(len(step.Preempted)))
-	kv := s.sch.KV()
-	q0, h0 := kv.Queries, kv.Hits
 
 	chunks := make([]model.Chunk, len(step.Work))
 	for i, w := range step.Work {
@@ -216,8 +214,6 @@ func (s *Server) execute(step sched.Step) {
 		}
 	}
 	s.sch.Update(step, outs)
-	s.met.prefixQueries.Add(float64(kv.Queries - q0))
-	s.met.prefixHits.Add(float64(kv.Hits - h0))
 	s.finishDone(outs)
 }
 
@@ -328,7 +324,12 @@ func (r *genRequest) usage() Usage {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func (s *Server) updateGauges() {
+	kv := s.sch.KV()
 	s.met.running.Set(float64(s.sch.NumRunning()))
 	s.met.waiting.Set(float64(s.sch.NumWaiting()))
-	s.met.kvUsage.Set(s.sch.KV().Usage())
+	s.met.kvUsage.Set(kv.Usage())
+	// The manager counts prefix lookups since the start; pass on what is new.
+	s.met.prefixQueries.Add(float64(kv.Queries - s.seenQueries))
+	s.met.prefixHits.Add(float64(kv.Hits - s.seenHits))
+	s.seenQueries, s.seenHits = kv.Queries, kv.Hits
 }

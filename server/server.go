@@ -80,9 +80,11 @@ type Server struct {
 	stop     chan struct{}
 	loopDone chan struct{}
 	reqs     map[sched.SeqID]*genRequest // runner-owned
-	nextID   atomic.Uint64
-	draining atomic.Bool
-	closeOne sync.Once
+	// prefix-cache counters already exported (runner-owned)
+	seenQueries, seenHits int64
+	nextID                atomic.Uint64
+	draining              atomic.Bool
+	closeOne              sync.Once
 }
 
 // New allocates the KV cache and starts the runner.

@@ -561,3 +561,38 @@ func TestTokenizeDetokenizeStopAndSSE(t *testing.T) {
 		t.Fatalf("stopped text %q, want %q", text.String(), want)
 	}
 }
+
+// TestPrefixCacheReuse sends the same long prompt twice: the second request takes the full
+// blocks of the first from the prefix cache and still gives the same greedy text.
+func TestPrefixCacheReuse(t *testing.T) {
+	ts := startServer(t, Config{})
+	p := strings.Repeat("the cache keeps whole blocks of tokens, ", 8)
+	ids := ts.tok.Encode(p, true)
+	body, _ := json.Marshal(map[string]any{"prompt": p, "max_tokens": 6, "temperature": 0})
+	var texts []string
+	var cached []int
+	for range 2 {
+		resp, err := http.Post(ts.url+"/v1/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res completionResponse
+		err = json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d: %v", resp.StatusCode, err)
+		}
+		texts = append(texts, res.Choices[0].Text)
+		cached = append(cached, res.Usage.PromptTokensDetails.CachedTokens)
+	}
+	// Block size 16: all full blocks before the last prompt token are reused.
+	if want := (len(ids) - 1) / 16 * 16; cached[0] != 0 || cached[1] != want {
+		t.Fatalf("cached tokens %v, want [0 %d] for a %d-token prompt", cached, want, len(ids))
+	}
+	if texts[0] != texts[1] {
+		t.Fatalf("with the prefix cache %q, without %q", texts[1], texts[0])
+	}
+	if hits := ts.metric(t, "tokenwise:prefix_cache_hits_total"); hits != float64(cached[1]) {
+		t.Fatalf("prefix_cache_hits_total %v, want %d", hits, cached[1])
+	}
+}

@@ -78,7 +78,7 @@ func main() {
 	var levels string
 	flag.StringVar(&o.base, "url", "http://127.0.0.1:8080", "server base URL (loopback only)")
 	flag.StringVar(&levels, "levels", "1,4,16,64", "concurrency levels")
-	flag.IntVar(&o.requests, "requests", 0, "requests per level (0: 2 × concurrency, at least 8)")
+	flag.IntVar(&o.requests, "requests", 0, "requests per level (0: one per stream, at least 4)")
 	flag.IntVar(&o.maxTokens, "max-tokens", 64, "tokens generated per request (EOS ignored)")
 	flag.IntVar(&o.promptWords, "prompt-words", 40, "words per prompt (each prompt differs)")
 	flag.DurationVar(&o.levelTimeout, "level-timeout", 10*time.Minute, "deadline per level")
@@ -341,7 +341,7 @@ func settle(c *http.Client, base string) (float64, time.Duration, error) {
 func runLevel(c *http.Client, o options, conc int) (levelReport, error) {
 	n := o.requests
 	if n <= 0 {
-		n = max(2*conc, 8)
+		n = max(conc, 4)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.levelTimeout)
 	defer cancel()
