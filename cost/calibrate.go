@@ -27,8 +27,8 @@ type CalibrateOptions struct {
 	ReadMiB int
 	DTypes  []string // weight dtypes for the kernel measurements; empty: f32 f16 bf16 q8_0 q4_0
 	Repeats int      // timings per number (default 5)
-	// Clock is "wall" (default) or "cpu". With "cpu" the kernel rates divide the work by
-	// the process's CPU time per thread instead of elapsed time: on a machine shared with
+	// Clock is "wall" (default) or "cpu". With "cpu" every rate divides the work by the
+	// process's CPU time per thread instead of elapsed time: on a machine shared with
 	// other busy processes, elapsed time measures the neighbours as much as the kernels.
 	// Compare such a profile with bench's *_cpu fields.
 	Clock string
@@ -90,7 +90,7 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	cpuName := cpuModel()
 	p := &Profile{
 		Name: o.Name, Kind: "cpu",
-		Source: fmt.Sprintf("tokenwise calibrate on %s, %d CPUs, %s/%s, %s, %s; kernel rates by %s clock", cpuName, runtime.NumCPU(),
+		Source: fmt.Sprintf("tokenwise calibrate on %s, %d CPUs, %s/%s, %s, %s; rates by %s clock", cpuName, runtime.NumCPU(),
 			runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.Clock),
 		Clock:             o.Clock,
 		MemGB:             memTotalGB(),
@@ -107,10 +107,10 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	}
 	for _, t := range o.Threads {
 		tr := ThreadRates{Threads: t, Kernels: map[string]KernelRates{}}
-		tr.ReadGBs = best(o.Repeats, func() float64 { return readGBs(words, t) })
+		tr.ReadGBs = best(o.Repeats, func() float64 { return readGBs(o.Clock, words, t) })
 		var isa string
 		tr.FMAGFLOPS = best(o.Repeats, func() float64 {
-			g, i := fmaGFLOPS(t)
+			g, i := fmaGFLOPS(o.Clock, t)
 			isa = i
 			return g
 		})
@@ -206,20 +206,20 @@ func medianOf(n int, f func() float64) float64 {
 }
 
 // readGBs sums the array in `threads` contiguous parts at once.
-func readGBs(words []uint64, threads int) float64 {
+func readGBs(clock string, words []uint64, threads int) float64 {
 	var wg sync.WaitGroup
 	sums := make([]uint64, threads)
 	per := len(words) / threads
-	start := time.Now()
-	for t := range threads {
-		wg.Add(1)
-		go func(t int) {
-			defer wg.Done()
-			sums[t] = sumWords(words[t*per : (t+1)*per])
-		}(t)
-	}
-	wg.Wait()
-	el := time.Since(start).Seconds()
+	el := timed(clock, threads, func() {
+		for t := range threads {
+			wg.Add(1)
+			go func(t int) {
+				defer wg.Done()
+				sums[t] = sumWords(words[t*per : (t+1)*per])
+			}(t)
+		}
+		wg.Wait()
+	})
 	for _, s := range sums {
 		sinkWords += s
 	}
@@ -249,27 +249,27 @@ func sumWords(w []uint64) uint64 {
 }
 
 // fmaGFLOPS runs the FMA loop on `threads` goroutines, each locked to its own OS thread.
-func fmaGFLOPS(threads int) (float64, string) {
+func fmaGFLOPS(clock string, threads int) (float64, string) {
 	const iters = 20_000_000
 	var wg sync.WaitGroup
 	var isa string
 	flops := make([]float64, threads)
-	start := time.Now()
-	for t := range threads {
-		wg.Add(1)
-		go func(t int) {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			f, i := fmaLoop(iters)
-			flops[t] = f
-			if t == 0 {
-				isa = i
-			}
-		}(t)
-	}
-	wg.Wait()
-	el := time.Since(start).Seconds()
+	el := timed(clock, threads, func() {
+		for t := range threads {
+			wg.Add(1)
+			go func(t int) {
+				defer wg.Done()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				f, i := fmaLoop(iters)
+				flops[t] = f
+				if t == 0 {
+					isa = i
+				}
+			}(t)
+		}
+		wg.Wait()
+	})
 	var total float64
 	for _, f := range flops {
 		total += f
