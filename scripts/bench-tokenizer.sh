@@ -74,7 +74,7 @@ done
 # 4. Gemma-3: load (plus a one-word encode), whole process, 3 runs.
 if [ -x /usr/bin/time ]; then
 	for r in 1 2 3; do
-		/usr/bin/time -f '{"label":"gemma3 load","seconds":%e,"max_rss_kb":%M}' -o "$out/time.json" \
+		/usr/bin/time -f '{"label":"gemma3 load","seconds":%e,"user":%U,"sys":%S,"max_rss_kb":%M}' -o "$out/time.json" \
 			"$tw" tokenize --tokenizer "${tok[gemma3]}" --no-special hello >/dev/null
 		cat "$out/time.json" >>"$res"
 	done
@@ -107,5 +107,5 @@ node -e '
 	console.log("  HF tokenizers qwen3 (encodeBatch): ", scale("hf qwen3 batch 2 threads", "hf qwen3 batch 1 threads"));
 	if (by["gemma3 load"]) {
 		const g = by["gemma3 load"];
-		console.log(`Gemma-3 tokenizer.json, whole tokenize run (load + one word): median ${med(g.map((r) => r.seconds)).toFixed(2)} s, peak RSS ${(med(g.map((r) => r.max_rss_kb)) / 1024).toFixed(0)} MB`);
+		console.log(`Gemma-3 tokenizer.json, whole tokenize run (load + one word): median ${med(g.map((r) => r.seconds)).toFixed(2)} s wall, ${med(g.map((r) => r.user + r.sys)).toFixed(2)} s CPU (all threads), peak RSS ${(med(g.map((r) => r.max_rss_kb)) / 1024).toFixed(0)} MB`);
 	}' "$res"
