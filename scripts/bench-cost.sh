@@ -63,7 +63,7 @@ for shape in $SHAPES; do
 			[[ -d $m ]] || "$tw" synth --config "configs/$shape.json" --tokenizer "$tok" --dtype "$dt" --out "$m" >&2
 		fi
 		echo "== $shape $dt" >&2
-		prof="$out/this-machine-$dt.json"
+		prof="$out/this-machine-$shape-$dt.json"
 		"$tw" calibrate --out "$prof" --threads "$THREADS" --dtypes "$dt" --read-mib 512 --repeats 5 --clock "$CLOCK" >&2
 		meas=$("$tw" bench --model "$m" --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --threads "$THREADS" --repeats "$REPEATS" --json)
 		pred=$("$tw" cost --model "$m" --hardware "$prof" --threads "$THREADS" --prompt "$PROMPT" --output "$GEN" --json)
@@ -82,4 +82,4 @@ jq -r --arg sel "$sel" '[.shape, .dtype, .measured["prefill_tok_s"+$sel], .predi
 	while IFS=$'\t' read -r s d mp pp rp md pd rd mh ph wp wd; do
 		printf "%-13s %-5s | %8.2f %8.2f %8.2f | %8.3f %8.3f %8.2f | %6.1f%% %6.1f%% | %.2f, %.3f\n" "$s" "$d" "$mp" "$pp" "$rp" "$md" "$pd" "$rd" "$mh" "$ph" "$wp" "$wd"
 	done
-echo "(measured: tokenwise bench, ${CLOCK} clock; predicted: tokenwise cost on $out/this-machine-DTYPE.json; ratio = predicted/measured; raw: $results)"
+echo "(measured: tokenwise bench, ${CLOCK} clock; predicted: tokenwise cost on $out/this-machine-SHAPE-DTYPE.json; ratio = predicted/measured; raw: $results)"
