@@ -231,7 +231,7 @@ func (st *state) chooseMerges(budget int) error {
 	rk := newRanks(st.merges)
 	next := len(st.merges)
 	have := map[string]bool{}
-	for _, o := range st.keptModel {
+	for _, o := range st.kept {
 		have[st.oldTok[o]] = true
 	}
 	type word struct {

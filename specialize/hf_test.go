@@ -87,14 +87,26 @@ func TestHFTokenizersReproduceIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, add := range []int{0, 96} {
+	for _, c := range []struct {
+		prune bool
+		add   int
+	}{{true, 0}, {true, 96}, {false, 32}} {
+		add := c.add
 		train := domainDocs(1, 60)
-		p, err := Build(data, train, Options{Prune: true, Add: add})
+		p, err := Build(data, train, Options{Prune: c.prune, Add: add})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if add > 0 && (len(p.NewTokens) == 0 || p.After.Output >= p.Before.Output) {
 			t.Fatalf("add=%d: %d new tokens, output %d -> %d", add, len(p.NewTokens), p.Before.Output, p.After.Output)
+		}
+		if !c.prune {
+			// Without pruning every old id keeps its number; new tokens come after.
+			for o := range p.VocabBefore() {
+				if p.OldToNew[o] != o {
+					t.Fatalf("add only: old id %d became %d", o, p.OldToNew[o])
+				}
+			}
 		}
 		var texts []string
 		for _, d := range append(train, domainDocs(9, 20)...) {

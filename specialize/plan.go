@@ -182,16 +182,22 @@ func Build(tokJSON []byte, docs []Doc, opts Options) (*Plan, error) {
 			rk.replay(cs, mark)
 		}
 	}
+	// Old token strings by id: the model vocabulary's, and added tokens' contents.
 	oldTok := make([]string, V)
 	for s, id := range tf.vocab {
 		if id < V {
 			oldTok[id] = s
 		}
 	}
+	for _, a := range tf.added {
+		if a.ID >= 0 && a.ID < V && oldTok[a.ID] == "" {
+			oldTok[a.ID] = a.Content
+		}
+	}
 	st := &state{tf: tf, p: p, opts: &opts, docs: docs, oldTok: oldTok}
 	for id := range V {
 		if keep[id] && oldTok[id] != "" {
-			st.keptModel = append(st.keptModel, id)
+			st.kept = append(st.kept, id)
 		}
 	}
 	inVocab := func(s string) bool { id, ok := tf.vocab[s]; return ok && keep[id] }
@@ -200,17 +206,9 @@ func Build(tokJSON []byte, docs []Doc, opts Options) (*Plan, error) {
 			st.merges = append(st.merges, m)
 		}
 	}
-	// Old added tokens: HF gives an added token the model-vocabulary id of its content when it
-	// has one, else the next id after the vocabulary, in file order — so they must stay in id
-	// order after every model-vocabulary id.
 	st.added = slices.Clone(tf.added)
 	sort.SliceStable(st.added, func(i, j int) bool { return st.added[i].ID < st.added[j].ID })
-	p.Kept = len(st.keptModel)
-	for _, a := range st.added {
-		if _, ok := tf.vocab[a.Content]; !ok {
-			p.Kept++
-		}
-	}
+	p.Kept = len(st.kept)
 	opts.Log("kept %d of %d tokens, %d of %d merges", p.Kept, V, len(st.merges), len(tf.merges))
 
 	if err := st.load(); err != nil {
@@ -243,14 +241,14 @@ func jsonString(raw []byte, dst *string) error {
 
 // state is the tokenizer under construction.
 type state struct {
-	tf        *tokFile
-	p         *Plan
-	opts      *Options
-	docs      []Doc
-	oldTok    []string    // old model-vocabulary strings by old id
-	keptModel []int       // kept old model-vocabulary ids, ascending
-	merges    [][2]string // kept old merges
-	added     []addedTok  // the old added tokens (old ids), by id
+	tf     *tokFile
+	p      *Plan
+	opts   *Options
+	docs   []Doc
+	oldTok []string    // old token strings by old id (model vocabulary or added content)
+	kept   []int       // kept old ids, ascending
+	merges [][2]string // kept old merges
+	added  []addedTok  // the old added tokens (old ids), by id
 
 	base      *tokenizer.Tokenizer // the pruned tokenizer, nothing added
 	newMerges [][2]string          // appended merges, in rank order
@@ -269,9 +267,11 @@ func (st *state) load() error {
 }
 
 // assemble writes the tokenizer.json of the current choice, loads it, and fills the plan's
-// NewTokens and the id maps. New ids: the kept model-vocabulary tokens in their old order,
-// then the tokens the appended merges build, then the old added tokens that are not in the
-// model vocabulary, then the new added tokens — the order HF's loader assigns them in.
+// NewTokens and the id maps. New ids: the kept old tokens in their old order, then the tokens
+// the appended merges build, then the new added tokens. Every added token is also written
+// into model.vocab under its id (as GPT-2-style files do): HF's loader gives an added token
+// the model-vocabulary id of its content, so ids stay exactly where we put them, and without
+// pruning every old id keeps its number.
 func (st *state) assemble() error {
 	p := st.p
 	V := len(st.oldTok)
@@ -280,11 +280,13 @@ func (st *state) assemble() error {
 	for i := range p.OldToNew {
 		p.OldToNew[i] = -1
 	}
-	vocab := make([]string, 0, len(st.keptModel))
-	ids := make(map[string]int, len(st.keptModel))
-	for _, o := range st.keptModel {
+	vocab := make([]string, 0, len(st.kept))
+	ids := make(map[string]int, len(st.kept))
+	for _, o := range st.kept {
 		p.OldToNew[o] = len(vocab)
-		ids[st.oldTok[o]] = len(vocab)
+		if _, dup := ids[st.oldTok[o]]; !dup {
+			ids[st.oldTok[o]] = len(vocab)
+		}
 		p.NewToOld = append(p.NewToOld, o)
 		vocab = append(vocab, st.oldTok[o])
 	}
@@ -315,22 +317,19 @@ func (st *state) assemble() error {
 	}
 	var added []addedTok
 	for _, a := range st.added {
-		if id, ok := ids[a.Content]; ok {
-			a.ID = id
-		} else {
-			if a.ID >= 0 && a.ID < V {
-				p.OldToNew[a.ID] = len(vocab)
-			}
-			p.NewToOld = append(p.NewToOld, a.ID)
-			a.ID = len(vocab)
-			vocab = append(vocab, "")
+		if a.ID < 0 || a.ID >= V || p.OldToNew[a.ID] < 0 {
+			return fmt.Errorf("added token %q (id %d) was not kept", a.Content, a.ID)
 		}
+		a.ID = p.OldToNew[a.ID]
 		added = append(added, a)
 	}
+	// An added token whose text a new merge happens to spell as well would be one string
+	// under two ids; the merge wins.
+	st.newAdded = slices.DeleteFunc(st.newAdded, func(text string) bool { _, dup := ids[text]; return dup })
 	st.firstAdd = len(vocab)
 	for _, text := range st.newAdded {
 		id := len(vocab)
-		vocab = append(vocab, "")
+		vocab = append(vocab, text)
 		added = append(added, addedTok{ID: id, Content: text})
 		var parts []int
 		if st.base != nil {
