@@ -107,6 +107,9 @@ func (s *Shape) Plan(p *Profile, in PlanInput) (*Plan, error) {
 		return nil, fmt.Errorf("plan: no deployment on %s fits: %s", p.Name, strings.Join(reasons, "; "))
 	}
 	best.Notes = append(best.Notes, reasons...)
+	if p.Kind == "cpu" {
+		best.Notes = append(best.Notes, "the vLLM and SGLang commands target GPUs; on a CPU serve with tokenwise serve or llama.cpp")
+	}
 	best.VLLM, best.SGLang = launchCommands(in, best)
 	return best, nil
 }
