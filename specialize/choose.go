@@ -188,8 +188,9 @@ func (st *state) chooseAdded(budget int) error {
 			// No added token may overlap another (a proper suffix of one the prefix of the
 			// other): then HF's leftmost-longest matching and llama.cpp's longest-token-first
 			// partition split every text the same way, and the savings counted for a token are
-			// not taken away by a neighbour it overlaps (on the domain corpus this alone cut
-			// held-out output tokens ~30% further: TestNoOverlapCost before it was the rule).
+			// not taken away by a neighbour it overlaps. (Measured on the domain corpus, 200
+			// train / 100 held-out examples, --add 256: held-out output tokens 1455 with
+			// overlapping tokens allowed, 1014 without.)
 			if !clash {
 				clash = overlapsAny(c.s, picked) || overlapsAny(c.s, st.newAdded) || overlapsAny(c.s, oldAdded)
 			}
