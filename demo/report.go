@@ -42,6 +42,9 @@ func (r *Result) Table() string {
 	if r.AdaptedFrom != "" {
 		fmt.Fprintf(&b, "adapted model: %s\n", r.AdaptedFrom)
 	}
+	if !r.SameSpecialization {
+		b.WriteString("note: its vocabulary differs from this run's specialization (package specialize changed since it was built)\n")
+	}
 	return b.String()
 }
 

@@ -44,6 +44,7 @@ func newRoot() *cobra.Command {
 		newTrainTokenizerCmd(),
 		newTrainCmd(),
 		newAdaptCmd(),
+		newDemoCmd(),
 	)
 	return root
 }
