@@ -52,6 +52,9 @@ type Options struct {
 	Trainable func(name string) bool
 	Log       io.Writer // progress lines (loss, lr, tokens/s); nil: none
 	LogEvery  int       // steps between progress lines (10)
+	// StopAt, when in (0, Steps), ends the run after that many steps with the schedule still
+	// spanning Steps: a reproducible prefix of the full run.
+	StopAt int
 	// Checkpoint, when set, is called every CheckpointEvery steps and after the last.
 	Checkpoint      func(step int) error
 	CheckpointEvery int
@@ -361,7 +364,11 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 	var winLoss float64
 	var winToks, winSteps int
 	winStart := time.Now()
-	for s := 0; s < o.Steps; s++ {
+	last := o.Steps
+	if o.StopAt > 0 && o.StopAt < o.Steps {
+		last = o.StopAt
+	}
+	for s := 0; s < last; s++ {
 		batch := make([]Sequence, 0, per)
 		for len(batch) < per {
 			if pos == len(order) {
@@ -378,13 +385,13 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 		winLoss += st.Loss
 		winToks += st.Tokens
 		winSteps++
-		if o.Log != nil && (st.Step%o.LogEvery == 0 || st.Step == o.Steps || st.Step == 1) {
+		if o.Log != nil && (st.Step%o.LogEvery == 0 || st.Step == last || st.Step == 1) {
 			el := time.Since(winStart).Seconds()
 			fmt.Fprintf(o.Log, "step %d/%d  loss %.4f  lr %.2e  grad-norm %.3f  %.0f tokens/s  (%s)\n",
 				st.Step, o.Steps, winLoss/float64(winSteps), st.LR, st.GradNorm, float64(winToks)/max(el, 1e-9), time.Since(tr.start).Round(time.Second))
 			winLoss, winToks, winSteps, winStart = 0, 0, 0, time.Now()
 		}
-		if o.Checkpoint != nil && ((o.CheckpointEvery > 0 && st.Step%o.CheckpointEvery == 0) || st.Step == o.Steps) {
+		if o.Checkpoint != nil && ((o.CheckpointEvery > 0 && st.Step%o.CheckpointEvery == 0) || st.Step == last) {
 			if err := o.Checkpoint(st.Step); err != nil {
 				return stats, fmt.Errorf("checkpoint at step %d: %w", st.Step, err)
 			}

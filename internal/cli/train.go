@@ -37,7 +37,8 @@ func (a *trainArgs) flags(cmd *cobra.Command, steps int, lr float64, trainable s
 	f.StringSliceVar(&a.corpus, "corpus", nil, `training corpus: JSONL {"prompt","completion"} or {"text"} lines, or text files`)
 	f.StringSliceVar(&a.eval, "eval", nil, "held-out corpus for the final evaluation (default: the last 5% of --corpus)")
 	f.StringVar(&a.out, "out", "", "output folder (checkpoints are written here)")
-	f.IntVar(&a.steps, "steps", steps, "optimizer steps")
+	f.IntVar(&a.steps, "steps", steps, "optimizer steps (the length of the learning-rate schedule)")
+	f.IntVar(&a.stopAt, "stop-at", 0, "stop after this many steps, the schedule still spanning --steps (a reproducible prefix of the run)")
 	f.IntVar(&a.batch, "batch", 8, "sequences per micro-batch")
 	f.IntVar(&a.accum, "accum", 1, "micro-batches per optimizer step (gradient accumulation)")
 	f.Float64Var(&a.lr, "lr", lr, "peak learning rate")
@@ -220,7 +221,7 @@ func runTraining(stdout, stderr io.Writer, a *trainArgs, what string) error {
 	start := time.Now()
 	stats, err := train.Run(net, data, train.Options{
 		Steps: a.steps, Batch: a.batch, Accum: a.accum, LR: a.lr, MinLR: a.minLR, Warmup: a.warmup,
-		WeightDecay: a.wd, Clip: a.clip, Threads: a.threads, Seed: a.seed, Trainable: trainable,
+		WeightDecay: a.wd, Clip: a.clip, Threads: a.threads, Seed: a.seed, Trainable: trainable, StopAt: a.stopAt,
 		Log: stderr, LogEvery: max(1, a.steps/50), CheckpointEvery: a.checkpointEvery,
 		Checkpoint: func(step int) error { return net.Save(a.out, dt, extra) },
 	})
