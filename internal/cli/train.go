@@ -24,7 +24,7 @@ type trainArgs struct {
 	config, modelDir, tokDir, out, dtype, trainable string
 	corpus, eval                                    []string
 	steps, batch, accum, warmup, seqLen, threads    int
-	checkpointEvery, evalMax                        int
+	checkpointEvery, evalMax, stopAt                int
 	lr, minLR, wd, clip                             float64
 	seed                                            uint64
 	completionOnly                                  bool
