@@ -18,6 +18,7 @@ STAGE=${1:-all}
 WORK=${2:-.cache/demo-build}
 STEPS=${DEMO_STEPS:-320}
 ADAPT_STEPS=${DEMO_ADAPT_STEPS:-100}
+STOP_AT=${DEMO_STOP_AT:-0}   # stop the base run after this many steps (0: all); the schedule still spans STEPS
 mkdir -p "$WORK"
 go build -o "$WORK/tokenwise" ./cmd/tokenwise
 go run ./tests/specialize/gencorpus -train 4000 -held-out 200 -out "$WORK"
@@ -25,7 +26,7 @@ if [[ $STAGE == all || $STAGE == base ]]; then
   "$WORK/tokenwise" train-tokenizer --corpus "$WORK/train.jsonl,demo/data/general.txt" --vocab-size 2048 --out "$WORK/tok"
   "$WORK/tokenwise" train --config demo/base-config.json --tokenizer "$WORK/tok" \
     --corpus "$WORK/train.jsonl,demo/data/general.txt" --eval "$WORK/held-out.jsonl" --eval-max 40 \
-    --steps "$STEPS" --batch 8 --accum 2 --lr 2e-3 --min-lr 2e-4 --warmup 25 --seq-len 512 \
+    --steps "$STEPS" --stop-at "$STOP_AT" --batch 8 --accum 2 --lr 2e-3 --min-lr 2e-4 --warmup 25 --seq-len 512 \
     --threads 2 --seed 1 --checkpoint-every 50 --dtype bf16 --out demo/model
 fi
 if [[ $STAGE == all || $STAGE == adapt ]]; then
