@@ -13,11 +13,20 @@ import (
 type refModel struct {
 	c    *Config
 	w    map[string][]float64
+	// round is applied to the input of every weight product: ggml (and so tokenwise's
+	// kernels) rounds activations to f16/bf16 before multiplying by f16/bf16 weights.
+	round func(float64) float64
 	k, v [][][]float64 // [layer][position] → kv_heads·head_dim
 }
 
 func newRef(c *Config, tensors []tensor.Info) (*refModel, error) {
-	r := &refModel{c: c, w: map[string][]float64{}}
+	r := &refModel{c: c, w: map[string][]float64{}, round: func(v float64) float64 { return v }}
+	switch tensors[0].DType {
+	case tensor.F16:
+		r.round = func(v float64) float64 { return float64(tensor.F16ToF32(tensor.F32ToF16(float32(v)))) }
+	case tensor.BF16:
+		r.round = func(v float64) float64 { return float64(tensor.BF16ToF32(tensor.F32ToBF16(float32(v)))) }
+	}
 	for _, t := range tensors {
 		f := make([]float32, t.NumElements())
 		if err := tensor.Dequantize(t.DType, t.Data, f); err != nil {
@@ -40,6 +49,15 @@ func (r *refModel) get(name string) []float64 {
 		panic("reference: missing " + name)
 	}
 	return w
+}
+
+// mv is refMatVec on the rounded input.
+func (r *refModel) mv(name string, x []float64, rows int) []float64 {
+	xr := make([]float64, len(x))
+	for i, v := range x {
+		xr[i] = r.round(v)
+	}
+	return refMatVec(r.get(name), xr, rows)
 }
 
 // matvec: W is [len(out)][len(x)] row-major.
@@ -123,9 +141,9 @@ func (r *refModel) step(id int) []float64 {
 	for l := range c.NumLayers {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		h := refRMSNorm(x, r.get(p+"input_layernorm.weight"), c.RMSNormEps)
-		q := refMatVec(r.get(p+"self_attn.q_proj.weight"), h, c.NumHeads*hd)
-		k := refMatVec(r.get(p+"self_attn.k_proj.weight"), h, c.NumKVHeads*hd)
-		v := refMatVec(r.get(p+"self_attn.v_proj.weight"), h, c.NumKVHeads*hd)
+		q := r.mv(p+"self_attn.q_proj.weight", h, c.NumHeads*hd)
+		k := r.mv(p+"self_attn.k_proj.weight", h, c.NumKVHeads*hd)
+		v := r.mv(p+"self_attn.v_proj.weight", h, c.NumKVHeads*hd)
 		if c.AttentionBias {
 			for i, b := range r.get(p + "self_attn.q_proj.bias") {
 				q[i] += b
@@ -182,18 +200,18 @@ func (r *refModel) step(id int) []float64 {
 				}
 			}
 		}
-		o := refMatVec(r.get(p+"self_attn.o_proj.weight"), att, hid)
+		o := r.mv(p+"self_attn.o_proj.weight", att, hid)
 		for i := range x {
 			x[i] += o[i]
 		}
 
 		h = refRMSNorm(x, r.get(p+"post_attention_layernorm.weight"), c.RMSNormEps)
-		gate := refMatVec(r.get(p+"mlp.gate_proj.weight"), h, c.IntermediateSize)
-		up := refMatVec(r.get(p+"mlp.up_proj.weight"), h, c.IntermediateSize)
+		gate := r.mv(p+"mlp.gate_proj.weight", h, c.IntermediateSize)
+		up := r.mv(p+"mlp.up_proj.weight", h, c.IntermediateSize)
 		for i := range gate {
 			gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
 		}
-		d := refMatVec(r.get(p+"mlp.down_proj.weight"), gate, hid)
+		d := r.mv(p+"mlp.down_proj.weight", gate, hid)
 		for i := range x {
 			x[i] += d[i]
 		}
@@ -203,5 +221,5 @@ func (r *refModel) step(id int) []float64 {
 	if c.TieEmbeddings {
 		head = "model.embed_tokens.weight"
 	}
-	return refMatVec(r.get(head), h, c.VocabSize)
+	return r.mv(head, h, c.VocabSize)
 }
