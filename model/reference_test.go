@@ -11,12 +11,12 @@ import (
 // Hugging Face modeling code (modeling_llama.py, modeling_qwen2.py, modeling_qwen3.py): one
 // token at a time, its own KV cache, rotate_half RoPE. It checks the fast path.
 type refModel struct {
-	c    *Config
-	w    map[string][]float64
+	c *Config
+	w map[string][]float64
 	// round is applied to the input of every weight product: ggml (and so tokenwise's
 	// kernels) rounds activations to f16/bf16 before multiplying by f16/bf16 weights.
 	round func(float64) float64
-	k, v [][][]float64 // [layer][position] → kv_heads·head_dim
+	k, v  [][][]float64 // [layer][position] → kv_heads·head_dim
 }
 
 func newRef(c *Config, tensors []tensor.Info) (*refModel, error) {
