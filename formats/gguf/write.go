@@ -4,10 +4,9 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"github.com/tokenwise/tokenwise/formats/internal/atomicfile"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -30,24 +29,9 @@ func Write(path string, meta []KV, tensors []tensor.Info, alignment int) error {
 // from Shape and DType, and data(i) is called once per tensor, in order, for the bytes of
 // tensors[i]; they may be reused after the call returns. A nil data uses tensors[i].Data.
 func WriteStream(path string, meta []KV, tensors []tensor.Info, alignment int, data func(i int) ([]byte, error)) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := encode(w, meta, tensors, alignment, data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, func(w io.Writer) error {
+		return encode(w, meta, tensors, alignment, data)
+	})
 }
 
 // Encode writes a GGUF v3 file to w; see Write.

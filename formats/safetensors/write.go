@@ -1,12 +1,10 @@
 package safetensors
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
+	"github.com/tokenwise/tokenwise/formats/internal/atomicfile"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,24 +36,9 @@ func Write(path string, tensors []tensor.Info, metadata map[string]string) error
 // order), for the bytes of tensors[i]; they may be reused after the call returns. A nil data
 // uses tensors[i].Data.
 func WriteStream(path string, tensors []tensor.Info, metadata map[string]string, data func(i int) ([]byte, error)) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := encode(w, tensors, metadata, data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, func(w io.Writer) error {
+		return encode(w, tensors, metadata, data)
+	})
 }
 
 // Encode writes a safetensors file to w; see Write for the layout.
