@@ -132,7 +132,7 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 			})}
 			for _, n := range gemmTokens {
 				flops := 2 * float64(n) * float64(kb.small.Rows) * float64(kb.small.Cols)
-				g := medianOf(max(3, o.Repeats/2), func() float64 {
+				g := medianOf((o.Repeats+1)/2, func() float64 {
 					return flops / timed(o.Clock, t, func() { kernels.MatMul(pool, kb.outs, &kb.small, kb.xs, n, s) }) / 1e9
 				})
 				k.GEMM = append(k.GEMM, TokenRate{Tokens: n, GFLOPS: g})
