@@ -1,8 +1,11 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -159,5 +162,54 @@ func TestPagedErrors(t *testing.T) {
 	}
 	if _, err := pc.Forward(nil); err == nil {
 		t.Error("empty batch accepted")
+	}
+}
+
+// BenchmarkPagedDecode compares one step that decodes 16 sequences together (each weight
+// read once) with 16 steps of one sequence each, on SmolLM2-135M's shape (bf16).
+//
+//	go test ./model -run XXX -bench PagedDecode -benchtime 5x
+func BenchmarkPagedDecode(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "configs", "smollm2-135m.json"))
+	if err != nil {
+		b.Skip(err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := RandomWeights(cfg, 1, tensor.BF16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := build(cfg, newMemSource(ws), hfNames, false, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	const seqs, ctx, bs = 16, 64, 16
+	pc, err := m.NewPagedCache(seqs*ctx/bs, bs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunks := make([]Chunk, seqs)
+	for i := range chunks {
+		blocks := make([]int, ctx/bs)
+		for j := range blocks {
+			blocks[j] = i*ctx/bs + j
+		}
+		chunks[i] = Chunk{Tokens: []int{100 + i}, Start: ctx / 2, Blocks: blocks, Logits: true}
+	}
+	for _, batch := range []int{1, 16} {
+		b.Run(fmt.Sprintf("rows=%d", batch), func(b *testing.B) {
+			for b.Loop() {
+				for i := 0; i < seqs; i += batch {
+					if _, err := pc.Forward(chunks[i : i+batch]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(seqs*b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
 	}
 }
