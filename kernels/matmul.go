@@ -49,6 +49,9 @@ func MatMul(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) {
 // matMulBlock4 multiplies four weight rows (w, 4×cols) by all n tokens, writing columns
 // r..r+3 of out.
 func matMulBlock4(out, w, x []float32, n, cols, rows, r int) {
+	if simdBlock4(out, w, x, n, cols, rows, r) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		return
+	}
 	t := 0
 	for ; t+2 <= n; t += 2 {
 		x0 := x[t*cols : (t+1)*cols : (t+1)*cols]

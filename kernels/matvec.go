@@ -40,6 +40,9 @@ func (s *Scratch) buf(worker, n int) []float32 {
 }
 
 func matVecRows(out []float32, w *Mat, x []float32, lo, hi int, tmp []float32) {
+	if simdMatVecRows(out, w, x, lo, hi) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		return
+	}
 	n := w.Cols
 	r := lo
 	switch w.DType {

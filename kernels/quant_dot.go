@@ -213,6 +213,9 @@ func quantProduct(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch
 }
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
+	if simdQuantRows(out, w, a, n, lo, hi) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		return
+	}
 	rows := w.Rows
 	for r := lo; r < hi; r++ {
 		for t := range n {

@@ -217,3 +217,28 @@ func TestRoundActivations(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantRowsSIMD: the AVX2 block dots (GOEXPERIMENT=simd builds) give what the plain-Go
+// lane-ordered dots give, to the last bit but for float64-emulated FMA double rounding.
+func TestQuantRowsSIMD(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+		const rows, cols, n = 5, 32 * 7, 3
+		w, _ := randMat(t, rng, dt, rows, cols)
+		var a qact
+		a.quantize(randVec(rng, n*cols), true)
+		got := make([]float32, n*rows)
+		if !simdQuantRows(got, &w, &a, n, 0, rows) {
+			t.Skip("no SIMD kernels in this build (GOEXPERIMENT=simd on amd64 with AVX2/FMA)")
+		}
+		for tk := range n {
+			for r := range rows {
+				want := actDot(&w, r, &a, tk)
+				g := got[tk*rows+r]
+				if g != want && math.Abs(float64(g-want)) > 2e-6*math.Abs(float64(want)) {
+					t.Errorf("%v token %d row %d: SIMD %g, plain Go %g", dt, tk, r, g, want)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// go test ./kernels -run '^$' -bench 'RowDot' (with and without GOEXPERIMENT=simd)
+func benchRowDot(b *testing.B, dt tensor.DType) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 64, 2048
+	src := randVec(rng, rows*cols)
+	nb, _ := dt.BytesFor(rows * cols)
+	data := make([]byte, nb)
+	if err := tensor.Quantize(dt, src, data); err != nil {
+		b.Fatal(err)
+	}
+	w, err := NewMat(dt, rows, cols, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var a qact
+	a.quantize(randVec(rng, cols), true)
+	out := make([]float32, rows)
+	b.SetBytes(int64(nb))
+	for b.Loop() {
+		quantRows(out, &w, &a, 1, 0, rows)
+	}
+}
+
+func BenchmarkRowDotQ8_0(b *testing.B) { benchRowDot(b, tensor.Q8_0) }
+func BenchmarkRowDotQ4_1(b *testing.B) { benchRowDot(b, tensor.Q4_1) }

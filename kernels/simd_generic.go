@@ -1,0 +1,11 @@
+//go:build !(goexperiment.simd && amd64)
+
+package kernels
+
+// Without GOEXPERIMENT=simd on amd64 the plain-Go kernels run; these report "not handled".
+
+func simdMatVecRows(out []float32, w *Mat, x []float32, lo, hi int) bool { return false }
+
+func simdBlock4(out, w, x []float32, n, cols, rows, r int) bool { return false }
+
+func simdQuantRows(out []float32, w *Mat, a *qact, n, lo, hi int) bool { return false }
