@@ -7,8 +7,14 @@
 // It only talks to loopback addresses and is bounded: a fixed number of requests per level
 // and a deadline per level.
 //
-//	tokenwise serve --model /tmp/smollm2-synth --port 8080 &
-//	go run ./cmd/tokenwise-load --url http://127.0.0.1:8080 --levels 1,4,16,64
+// A SmolLM2-135M-shaped run (the tokenizer comes out of the SmolLM2 GGUF in the references):
+//
+//	tokenwise export --model .cache/refs/smollm2/smollm2-135m-instruct-q4_1.gguf --format hf --out /tmp/smol-hf
+//	tokenwise synth --config configs/smollm2-135m.json --tokenizer /tmp/smol-hf/tokenizer.json --dtype bf16 --out /tmp/smol-synth
+//	tokenwise serve --model /tmp/smol-synth --port 18080 --max-seqs 64 --kv-cache-mem 1GiB &
+//	go run ./cmd/tokenwise-load --url http://127.0.0.1:18080 --levels 1,4,16,64 --max-tokens 16 --prompt-words 8
+//
+// It exits 1 when a request failed, a block leaked or the storm did not return every block.
 package main
 
 import (
