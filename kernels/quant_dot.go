@@ -23,6 +23,9 @@ import (
 type qact struct {
 	d, s []float32
 	q    []int8
+	// d8, s8: d and s repeated eight times per block, for vector kernels that load them
+	// as whole vectors (no scalar float code in their loops).
+	d8, s8 []float32
 }
 
 // actKind is the activation format a weight dtype multiplies with.
@@ -57,13 +60,19 @@ func (a *qact) quantize(x []float32, withSum bool) {
 		a.d = make([]float32, nb)
 		a.s = make([]float32, nb)
 		a.q = make([]int8, nb*32)
+		a.d8 = make([]float32, nb*8)
+		a.s8 = make([]float32, nb*8)
 	}
-	a.d, a.s, a.q = a.d[:nb], a.s[:nb], a.q[:nb*32]
+	a.d, a.s, a.q, a.d8, a.s8 = a.d[:nb], a.s[:nb], a.q[:nb*32], a.d8[:nb*8], a.s8[:nb*8]
 	for b := range nb {
 		d, sum := quantBlockQ8((*[32]float32)(x[b*32:]), (*[32]int8)(a.q[b*32:]))
 		a.d[b] = f16Round(d)
 		if withSum {
 			a.s[b] = f16Round(d * float32(sum))
+		}
+		d8, s8 := (*[8]float32)(a.d8[b*8:]), (*[8]float32)(a.s8[b*8:])
+		for i := range 8 {
+			d8[i], s8[i] = a.d[b], a.s[b]
 		}
 	}
 }

@@ -223,7 +223,7 @@ func TestRoundActivations(t *testing.T) {
 func TestQuantRowsSIMD(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
-		const rows, cols, n = 5, 32 * 7, 3
+		const rows, cols, n = 5, 32 * 7, 7 // tokens 0..3 take the four-token panel, 4..6 the one-token kernels
 		w, _ := randMat(t, rng, dt, rows, cols)
 		var a qact
 		a.quantize(randVec(rng, n*cols), true)

@@ -267,18 +267,23 @@ func simdQuantRows(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 		return false
 	}
 	rows, nb := w.Rows, w.Cols/32
+	t0 := 0
+	if n >= 4 && nb <= maxPanelBlocks {
+		t0 = n &^ 3
+		quantPanel(out, w, a, t0, lo, hi)
+	}
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-		for t := range n {
-			d, q := a.d[t*nb:(t+1)*nb], a.q[t*nb*32:(t+1)*nb*32]
+		for t := t0; t < n; t++ {
+			d8, q := a.d8[t*nb*8:(t+1)*nb*8], a.q[t*nb*32:(t+1)*nb*32]
 			var v float32
 			switch w.DType {
 			case tensor.Q8_0:
-				v = dotQ8_0Simd(row, d, q)
+				v = dotQ8_0Simd(row, d8, q)
 			case tensor.Q4_0:
-				v = dotQ4Simd(row, d, nil, q)
+				v = dotQ4Simd(row, d8, nil, q)
 			default:
-				v = dotQ4Simd(row, d, a.s[t*nb:(t+1)*nb], q)
+				v = dotQ4Simd(row, d8, a.s8[t*nb*8:(t+1)*nb*8], q)
 			}
 			out[t*rows+r] = v
 		}
@@ -286,77 +291,72 @@ func simdQuantRows(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 	return true
 }
 
-// scaleChunk is how many blocks' scales are prepared at a time (on the stack).
-const scaleChunk = 32
+// The one-token block loops touch no scalar floats: a block's f16 scale is loaded with the
+// bytes after it as eight u16 lanes, broadcast from lane 0 and widened in vector registers,
+// and the activation scales come pre-broadcast (qact.d8, s8), so the loop is VEX code only.
 
-// The block loops below touch no scalar floats: per chunk of blocks, a scalar pass writes
-// each block's combined scale d_w·d_x as a broadcast vector (and the Q4_1 m·s sum), then a
-// vector pass does the integer dots, loading the scales with VEX loads.
+// blockScale widens the f16 at p to all eight lanes.
+func blockScale(p unsafe.Pointer) archsimd.Float32x8 {
+	return widen(archsimd.LoadUint16x8((*[8]uint16)(p)).Broadcast1To8(), true)
+}
 
-func dotQ8_0Simd(row []byte, d []float32, q []int8) float32 {
+func dotQ8_0Simd(row []byte, d8 []float32, q []int8) float32 {
 	nb := len(row) / 34
-	d, q = d[:nb], q[:nb*32]
-	pr, pq := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(q))
-	var sc [scaleChunk][8]float32
-	var acc [8]float32
-	for c := 0; c < nb; c += scaleChunk {
-		m := min(scaleChunk, nb-c)
-		for j := range m {
-			v := f16Table[*(*uint16)(unsafe.Add(pr, 34*(c+j)))] * d[c+j]
-			sc[j] = [8]float32{v, v, v, v, v, v, v, v}
-		}
-		q8Blocks(unsafe.Add(pr, 34*c+2), unsafe.Add(pq, 32*c), &sc, m, &acc)
-	}
-	return hsum8(&acc)
-}
-
-//go:noinline
-func q8Blocks(pw, pq unsafe.Pointer, sc *[scaleChunk][8]float32, m int, accp *[8]float32) {
-	acc := archsimd.LoadFloat32x8(accp)
+	d8, q = d8[:nb*8], q[:nb*32]
+	pr, pq, pd := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(d8))
 	ones := archsimd.BroadcastInt16x16(1)
-	for j := range m {
-		wq := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(pw, 34*j)))
-		xq := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(pq, 32*j)))
-		p := wq.Abs().AsUint8x32().DotProductPairsSaturated(xq.CopySign(wq)).DotProductPairs(ones)
-		acc = p.ConvertToFloat32().MulAdd(archsimd.LoadFloat32x8(&sc[j]), acc)
+	var acc archsimd.Float32x8
+	for b := range nb {
+		blk := unsafe.Add(pr, 34*b)
+		wq := ldI8(blk, 2)
+		p := wq.Abs().AsUint8x32().DotProductPairsSaturated(ldI8(pq, 32*b).CopySign(wq)).DotProductPairs(ones)
+		acc = p.ConvertToFloat32().MulAdd(blockScale(blk).Mul(ldF8(pd, b)), acc)
 	}
-	acc.Store(accp)
-	archsimd.ClearAVXUpperBits() // the caller's scalar pass follows
+	return hsumGGML(acc)
 }
 
-// dotQ4Simd does Q4_0 rows (s == nil: nibbles q−8, signed products) and Q4_1 rows (s: the
-// activations' d·Σq, unsigned nibbles, plus Σ m·s).
-func dotQ4Simd(row []byte, d, s []float32, q []int8) float32 {
-	bb := 18
-	if s != nil {
-		bb = 20
-	}
-	nb := len(row) / bb
-	d, q = d[:nb], q[:nb*32]
-	if s != nil {
-		s = s[:nb]
-	}
-	pr, pq := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(q))
-	var sc [scaleChunk][8]float32
-	var acc [8]float32
-	var summs float32
-	for c := 0; c < nb; c += scaleChunk {
-		m := min(scaleChunk, nb-c)
-		for j := range m {
-			blk := unsafe.Add(pr, bb*(c+j))
-			v := f16Table[*(*uint16)(blk)] * d[c+j]
-			sc[j] = [8]float32{v, v, v, v, v, v, v, v}
-			if s != nil {
-				summs = fma32(f16Table[*(*uint16)(unsafe.Add(blk, 2))], s[c+j], summs)
-			}
+// hsumGGML stores v, clears the vector state and adds the lanes in ggml's order.
+func hsumGGML(v archsimd.Float32x8) float32 {
+	var l [8]float32
+	v.Store(&l)
+	archsimd.ClearAVXUpperBits()
+	return hsum8(&l)
+}
+
+// dotQ4Simd does Q4_0 rows (s8 == nil: nibbles q−8, signed products) and Q4_1 rows (s8:
+// the activations' d·Σq, unsigned nibbles, plus the chain Σ m·s, run in every lane).
+func dotQ4Simd(row []byte, d8, s8 []float32, q []int8) float32 {
+	ones := archsimd.BroadcastInt16x16(1)
+	var acc archsimd.Float32x8
+	if s8 == nil {
+		nb := len(row) / 18
+		d8, q = d8[:nb*8], q[:nb*32]
+		pr, pq, pd := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(d8))
+		eight := archsimd.BroadcastInt8x32(8)
+		for b := range nb {
+			blk := unsafe.Add(pr, 18*b)
+			wq := nibbles(unsafe.Add(blk, 2)).AsInt8x32().Sub(eight)
+			p := wq.Abs().AsUint8x32().DotProductPairsSaturated(ldI8(pq, 32*b).CopySign(wq)).DotProductPairs(ones)
+			acc = p.ConvertToFloat32().MulAdd(blockScale(blk).Mul(ldF8(pd, b)), acc)
 		}
-		if s == nil {
-			q4_0Blocks(unsafe.Add(pr, bb*c+2), unsafe.Add(pq, 32*c), &sc, m, &acc)
-		} else {
-			q4_1Blocks(unsafe.Add(pr, bb*c+4), unsafe.Add(pq, 32*c), &sc, m, &acc)
-		}
+		return hsumGGML(acc)
 	}
-	return hsum8(&acc) + summs
+	nb := len(row) / 20
+	d8, s8, q = d8[:nb*8], s8[:nb*8], q[:nb*32]
+	pr, pq, pd, ps := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(q)),
+		unsafe.Pointer(unsafe.SliceData(d8)), unsafe.Pointer(unsafe.SliceData(s8))
+	var sm archsimd.Float32x8
+	for b := range nb {
+		blk := unsafe.Add(pr, 20*b)
+		sm = blockScale(unsafe.Add(blk, 2)).MulAdd(ldF8(ps, b), sm)
+		p := nibbles(unsafe.Add(blk, 4)).DotProductPairsSaturated(ldI8(pq, 32*b)).DotProductPairs(ones)
+		acc = p.ConvertToFloat32().MulAdd(blockScale(blk).Mul(ldF8(pd, b)), acc)
+	}
+	var l, m [8]float32
+	acc.Store(&l)
+	sm.Store(&m)
+	archsimd.ClearAVXUpperBits()
+	return hsum8(&l) + m[0]
 }
 
 // nibbles spreads 16 bytes of 4-bit pairs to 32 bytes: low nibbles first (elements 0..15 of
@@ -371,30 +371,152 @@ func nibbles(p unsafe.Pointer) archsimd.Uint8x32 {
 	return v.And(archsimd.BroadcastUint8x32(15))
 }
 
-//go:noinline
-func q4_0Blocks(pw, pq unsafe.Pointer, sc *[scaleChunk][8]float32, m int, accp *[8]float32) {
-	acc := archsimd.LoadFloat32x8(accp)
-	ones := archsimd.BroadcastInt16x16(1)
-	eight := archsimd.BroadcastInt8x32(8)
-	for j := range m {
-		wq := nibbles(unsafe.Add(pw, 18*j)).AsInt8x32().Sub(eight)
-		xq := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(pq, 32*j)))
-		p := wq.Abs().AsUint8x32().DotProductPairsSaturated(xq.CopySign(wq)).DotProductPairs(ones)
-		acc = p.ConvertToFloat32().MulAdd(archsimd.LoadFloat32x8(&sc[j]), acc)
+// maxPanelBlocks bounds the per-row tables of weight scales that quantPanel keeps on the
+// stack (rows of up to 16384 columns; longer rows take the one-token path).
+const maxPanelBlocks = 512
+
+// quantPanel does the prefill case, tokens [0, n4) four at a time: each weight block is
+// loaded (and, for 4-bit weights, unpacked) once for four tokens, and the weight scales of
+// the row are widened once into broadcast vectors, so the block loop is vector code only.
+// The per-lane arithmetic is the same as the one-token kernels' (ggml's).
+func quantPanel(out []float32, w *Mat, a *qact, n4, lo, hi int) {
+	var dw, mw [maxPanelBlocks][8]float32
+	rows, nb := w.Rows, w.Cols/32
+	bb := w.rowBytes / nb
+	for r := lo; r < hi; r++ {
+		pr := unsafe.Pointer(unsafe.SliceData(w.Data[r*w.rowBytes : (r+1)*w.rowBytes]))
+		for b := range nb {
+			blk := unsafe.Add(pr, bb*b)
+			v := f16Table[*(*uint16)(blk)]
+			dw[b] = [8]float32{v, v, v, v, v, v, v, v}
+			if w.DType == tensor.Q4_1 {
+				m := f16Table[*(*uint16)(unsafe.Add(blk, 2))]
+				mw[b] = [8]float32{m, m, m, m, m, m, m, m}
+			}
+		}
+		var res [4]float32
+		for t := 0; t < n4; t += 4 {
+			switch w.DType {
+			case tensor.Q8_0:
+				q8x4(pr, &dw, a, t, nb, &res)
+			case tensor.Q4_0:
+				q4x4(pr, 18, &dw, nil, a, t, nb, &res)
+			default:
+				q4x4(pr, 20, &dw, &mw, a, t, nb, &res)
+			}
+			for k, v := range res {
+				out[(t+k)*rows+r] = v
+			}
+		}
 	}
-	acc.Store(accp)
-	archsimd.ClearAVXUpperBits() // the caller's scalar pass follows
+}
+
+// tokenPtrs returns where tokens t..t+3's quants and broadcast scales start.
+func tokenPtrs(a *qact, t, nb int) (q, d, s [4]unsafe.Pointer) {
+	// Local slices: a is shared by the workers and must not be written.
+	aq, ad, as := a.q[:(t+4)*nb*32], a.d8[:(t+4)*nb*8], a.s8[:(t+4)*nb*8]
+	for k := range 4 {
+		q[k] = unsafe.Pointer(&aq[(t+k)*nb*32])
+		d[k] = unsafe.Pointer(&ad[(t+k)*nb*8])
+		s[k] = unsafe.Pointer(&as[(t+k)*nb*8])
+	}
+	return
+}
+
+func ldF8(p unsafe.Pointer, b int) archsimd.Float32x8 {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 32*b)))
+}
+
+func ldI8(p unsafe.Pointer, off int) archsimd.Int8x32 {
+	return archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(p, off)))
+}
+
+// finish4 stores four lane accumulators, leaves the vector state clean and adds the lanes
+// in ggml's order.
+func finish4(c0, c1, c2, c3 archsimd.Float32x8, res *[4]float32) {
+	var l [4][8]float32
+	c0.Store(&l[0])
+	c1.Store(&l[1])
+	c2.Store(&l[2])
+	c3.Store(&l[3])
+	archsimd.ClearAVXUpperBits()
+	for k := range res {
+		res[k] = hsum8(&l[k])
+	}
 }
 
 //go:noinline
-func q4_1Blocks(pw, pq unsafe.Pointer, sc *[scaleChunk][8]float32, m int, accp *[8]float32) {
-	acc := archsimd.LoadFloat32x8(accp)
+func q8x4(pr unsafe.Pointer, dw *[maxPanelBlocks][8]float32, a *qact, t, nb int, res *[4]float32) {
+	q, d, _ := tokenPtrs(a, t, nb)
 	ones := archsimd.BroadcastInt16x16(1)
-	for j := range m {
-		xq := archsimd.LoadInt8x32((*[32]int8)(unsafe.Add(pq, 32*j)))
-		p := nibbles(unsafe.Add(pw, 20*j)).DotProductPairsSaturated(xq).DotProductPairs(ones)
-		acc = p.ConvertToFloat32().MulAdd(archsimd.LoadFloat32x8(&sc[j]), acc)
+	var c0, c1, c2, c3 archsimd.Float32x8
+	for b := range nb {
+		wq := ldI8(pr, 34*b+2)
+		aw := wq.Abs().AsUint8x32()
+		sw := archsimd.LoadFloat32x8(&dw[b])
+		p := aw.DotProductPairsSaturated(ldI8(q[0], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+		c0 = p.MulAdd(sw.Mul(ldF8(d[0], b)), c0)
+		p = aw.DotProductPairsSaturated(ldI8(q[1], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+		c1 = p.MulAdd(sw.Mul(ldF8(d[1], b)), c1)
+		p = aw.DotProductPairsSaturated(ldI8(q[2], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+		c2 = p.MulAdd(sw.Mul(ldF8(d[2], b)), c2)
+		p = aw.DotProductPairsSaturated(ldI8(q[3], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+		c3 = p.MulAdd(sw.Mul(ldF8(d[3], b)), c3)
 	}
-	acc.Store(accp)
-	archsimd.ClearAVXUpperBits() // the caller's scalar pass follows
+	finish4(c0, c1, c2, c3, res)
+}
+
+// q4x4: Q4_0 (mw == nil, block size 18) or Q4_1 (mw: the blocks' m, block size 20; the
+// m·s terms run in all lanes of m0..m3, the same sequential chain ggml sums as a scalar).
+//
+//go:noinline
+func q4x4(pr unsafe.Pointer, bb int, dw, mw *[maxPanelBlocks][8]float32, a *qact, t, nb int, res *[4]float32) {
+	q, d, s := tokenPtrs(a, t, nb)
+	ones := archsimd.BroadcastInt16x16(1)
+	var c0, c1, c2, c3 archsimd.Float32x8
+	if mw == nil {
+		eight := archsimd.BroadcastInt8x32(8)
+		for b := range nb {
+			wq := nibbles(unsafe.Add(pr, bb*b+2)).AsInt8x32().Sub(eight)
+			aw := wq.Abs().AsUint8x32()
+			sw := archsimd.LoadFloat32x8(&dw[b])
+			p := aw.DotProductPairsSaturated(ldI8(q[0], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+			c0 = p.MulAdd(sw.Mul(ldF8(d[0], b)), c0)
+			p = aw.DotProductPairsSaturated(ldI8(q[1], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+			c1 = p.MulAdd(sw.Mul(ldF8(d[1], b)), c1)
+			p = aw.DotProductPairsSaturated(ldI8(q[2], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+			c2 = p.MulAdd(sw.Mul(ldF8(d[2], b)), c2)
+			p = aw.DotProductPairsSaturated(ldI8(q[3], 32*b).CopySign(wq)).DotProductPairs(ones).ConvertToFloat32()
+			c3 = p.MulAdd(sw.Mul(ldF8(d[3], b)), c3)
+		}
+		finish4(c0, c1, c2, c3, res)
+		return
+	}
+	var m0, m1, m2, m3 archsimd.Float32x8
+	for b := range nb {
+		nib := nibbles(unsafe.Add(pr, bb*b+4))
+		sw := archsimd.LoadFloat32x8(&dw[b])
+		mv := archsimd.LoadFloat32x8(&mw[b])
+		p := nib.DotProductPairsSaturated(ldI8(q[0], 32*b)).DotProductPairs(ones).ConvertToFloat32()
+		c0 = p.MulAdd(sw.Mul(ldF8(d[0], b)), c0)
+		m0 = mv.MulAdd(ldF8(s[0], b), m0)
+		p = nib.DotProductPairsSaturated(ldI8(q[1], 32*b)).DotProductPairs(ones).ConvertToFloat32()
+		c1 = p.MulAdd(sw.Mul(ldF8(d[1], b)), c1)
+		m1 = mv.MulAdd(ldF8(s[1], b), m1)
+		p = nib.DotProductPairsSaturated(ldI8(q[2], 32*b)).DotProductPairs(ones).ConvertToFloat32()
+		c2 = p.MulAdd(sw.Mul(ldF8(d[2], b)), c2)
+		m2 = mv.MulAdd(ldF8(s[2], b), m2)
+		p = nib.DotProductPairsSaturated(ldI8(q[3], 32*b)).DotProductPairs(ones).ConvertToFloat32()
+		c3 = p.MulAdd(sw.Mul(ldF8(d[3], b)), c3)
+		m3 = mv.MulAdd(ldF8(s[3], b), m3)
+	}
+	var ms [4][8]float32
+	m0.Store(&ms[0])
+	m1.Store(&ms[1])
+	m2.Store(&ms[2])
+	m3.Store(&ms[3])
+	finish4(c0, c1, c2, c3, res)
+	for k := range res {
+		res[k] += ms[k][0]
+	}
 }

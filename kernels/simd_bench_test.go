@@ -32,3 +32,19 @@ func benchRowDot(b *testing.B, dt tensor.DType) {
 
 func BenchmarkRowDotQ8_0(b *testing.B) { benchRowDot(b, tensor.Q8_0) }
 func BenchmarkRowDotQ4_1(b *testing.B) { benchRowDot(b, tensor.Q4_1) }
+
+func benchQuantMatMul(b *testing.B, dt tensor.DType) {
+	const rows, cols, n = 576, 576, 64
+	m := benchMat(b, dt, rows, cols)
+	p := NewPool(1)
+	defer p.Close()
+	s := NewScratch(1)
+	x, out := randVec(rand.New(rand.NewPCG(2, 2)), n*cols), make([]float32, n*rows)
+	for b.Loop() {
+		MatMul(p, out, &m, x, n, s)
+	}
+	b.ReportMetric(2*rows*cols*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func BenchmarkMatMulQ8_0(b *testing.B) { benchQuantMatMul(b, tensor.Q8_0) }
+func BenchmarkMatMulQ4_1(b *testing.B) { benchQuantMatMul(b, tensor.Q4_1) }

