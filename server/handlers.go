@@ -146,6 +146,9 @@ func (s *Server) failure(ctx context.Context, err error) *apiError {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &apiError{status: 504, typ: "timeout_error", msg: fmt.Sprintf("request timed out after %v", s.cfg.RequestTimeout)}
 	}
+	if errors.Is(err, errShutdown) {
+		return &apiError{status: 503, typ: "server_error", msg: "server shut down before the request finished"}
+	}
 	if errors.Is(err, context.Canceled) {
 		return &apiError{status: 499, typ: "invalid_request_error", msg: "request cancelled"}
 	}

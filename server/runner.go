@@ -57,6 +57,9 @@ type genRequest struct {
 	finish, tail string // why it ended, and the text held back until then
 }
 
+// errShutdown ends the requests still running when the server closes.
+var errShutdown = errors.New("server shutting down")
+
 type submission struct {
 	r     *genRequest
 	reply chan error
@@ -65,7 +68,7 @@ type submission struct {
 // loop runs until stop is closed, then cancels whatever is left.
 func (s *Server) loop() {
 	defer close(s.loopDone)
-	defer s.cancelAll(errors.New("server shutting down"))
+	defer s.cancelAll(errShutdown)
 	for {
 		if s.sch.Idle() {
 			select {

@@ -159,6 +159,9 @@ func New(cfg Config) (*Server, error) {
 // NumBlocks is the size of the KV cache in blocks.
 func (s *Server) NumBlocks() int { return s.pc.NumBlocks() }
 
+// BlockSize is the number of tokens per KV block.
+func (s *Server) BlockSize() int { return s.pc.BlockSize() }
+
 // MaxModelLen is the longest sequence served (prompt + output).
 func (s *Server) MaxModelLen() int { return s.maxLen }
 

@@ -596,3 +596,17 @@ func TestPrefixCacheReuse(t *testing.T) {
 		t.Fatalf("prefix_cache_hits_total %v, want %d", hits, cached[1])
 	}
 }
+
+func TestRequestTimeout(t *testing.T) {
+	ts := startServer(t, Config{RequestTimeout: 300 * time.Millisecond})
+	resp, err := http.Post(ts.url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"slow","max_tokens":240,"ignore_eos":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 504 {
+		t.Fatalf("status %d, want 504", resp.StatusCode)
+	}
+	checkErrorBody(t, resp.Body)
+	ts.waitMetric(t, "tokenwise:kv_cache_usage_perc", func(v float64) bool { return v == 0 })
+}

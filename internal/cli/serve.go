@@ -144,8 +144,8 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
-	fmt.Fprintf(stderr, "tokenwise: serving %q on http://%s (KV cache %d blocks of 16 tokens, max model length %d, max %d sequences)\n",
-		name, addr, srv.NumBlocks(), srv.MaxModelLen(), f.maxSeqs)
+	fmt.Fprintf(stderr, "tokenwise: serving %q on http://%s (KV cache %d blocks of %d tokens, max model length %d, max %d sequences)\n",
+		name, addr, srv.NumBlocks(), srv.BlockSize(), srv.MaxModelLen(), f.maxSeqs)
 	if ready != nil {
 		ready(addr)
 	}
