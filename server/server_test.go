@@ -610,3 +610,55 @@ func TestRequestTimeout(t *testing.T) {
 	checkErrorBody(t, resp.Body)
 	ts.waitMetric(t, "tokenwise:kv_cache_usage_perc", func(v float64) bool { return v == 0 })
 }
+
+// TestPreemptionKeepsOutputs runs four sequences in a KV cache that holds two of them: the
+// scheduler preempts and later recomputes, and every greedy output still equals
+// engine.Generate's.
+func TestPreemptionKeepsOutputs(t *testing.T) {
+	// 512 bytes of K/V per token (2 layers × 2 KV heads × 16 dims × K,V × 4 bytes): 8 blocks
+	// of 16 tokens.
+	ts := startServer(t, Config{KVCacheBytes: 8 * 16 * 512, MaxSeqs: 4})
+	if ts.NumBlocks() != 8 {
+		t.Fatalf("%d blocks, want 8", ts.NumBlocks())
+	}
+	prompts := []string{"first of four", "second one here", "third prompt", "the fourth and last"}
+	texts := make([]string, len(prompts))
+	errs := make([]error, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, _ := json.Marshal(map[string]any{"prompt": p, "max_tokens": 40, "temperature": 0, "ignore_eos": true})
+			resp, err := http.Post(ts.url+"/v1/completions", "application/json", bytes.NewReader(body))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer resp.Body.Close()
+			var res completionResponse
+			if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != 200 {
+				errs[i] = fmt.Errorf("status %d: %v", resp.StatusCode, err)
+				return
+			}
+			texts[i] = res.Choices[0].Text
+		}()
+	}
+	wg.Wait()
+	for i, p := range prompts {
+		if errs[i] != nil {
+			t.Fatalf("prompt %d: %v", i, errs[i])
+		}
+		want, err := engine.Generate(context.Background(), ts.m, ts.tok, ts.tok.Encode(p, true), engine.Options{MaxTokens: 40, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if texts[i] != want.Text {
+			t.Errorf("prompt %d: served %q, engine %q", i, texts[i], want.Text)
+		}
+	}
+	if n := ts.metric(t, "tokenwise:num_preemptions_total"); n == 0 {
+		t.Fatal("no preemption happened: the test did not exercise recompute")
+	}
+	ts.waitMetric(t, "tokenwise:kv_cache_usage_perc", func(v float64) bool { return v == 0 })
+}
