@@ -131,17 +131,35 @@ func dot4F32x8(w []float32, n int, x []float32) (float32, float32, float32, floa
 	return r0, r1, r2, r3
 }
 
-// widen converts eight f16 (half) or bf16 values to float32. For f16, (bits&0x7fff)<<13
-// read as a float32 and scaled by 2¹¹² is exact for normal and subnormal halves alike (the
-// rebias is a multiplication); weights are finite, so Inf/NaN need no care.
-func widen(h archsimd.Uint16x8, half bool) archsimd.Float32x8 {
+// f16Consts are widenF16's constants, made once outside the loops (the compiler would
+// otherwise rebuild each broadcast in every iteration).
+type f16Consts struct {
+	sign, mag archsimd.Uint32x8
+	scale     archsimd.Float32x8
+}
+
+func newF16Consts() f16Consts {
+	return f16Consts{archsimd.BroadcastUint32x8(0x8000), archsimd.BroadcastUint32x8(0x7fff), archsimd.BroadcastFloat32x8(0x1p112)}
+}
+
+// widenF16 converts eight f16 values to float32: (bits&0x7fff)<<13 read as a float32 and
+// scaled by 2¹¹² is exact for normal and subnormal halves alike (the rebias is a
+// multiplication); weights are finite, so Inf/NaN need no care.
+func widenF16(h archsimd.Uint16x8, c *f16Consts) archsimd.Float32x8 {
 	u := h.ExtendToUint32()
-	if !half {
-		return u.ShiftAllLeft(16).AsFloat32x8()
-	}
-	sign := u.And(archsimd.BroadcastUint32x8(0x8000)).ShiftAllLeft(16)
-	mag := u.And(archsimd.BroadcastUint32x8(0x7fff)).ShiftAllLeft(13).AsFloat32x8().Mul(archsimd.BroadcastFloat32x8(0x1p112))
+	sign := u.And(c.sign).ShiftAllLeft(16)
+	mag := u.And(c.mag).ShiftAllLeft(13).AsFloat32x8().Mul(c.scale)
 	return mag.AsUint32x8().Or(sign).AsFloat32x8()
+}
+
+// widen converts eight f16 (half) or bf16 values to float32 (bf16 is the top half of a
+// float32).
+func widen(h archsimd.Uint16x8, half bool) archsimd.Float32x8 {
+	if !half {
+		return h.ExtendToUint32().ShiftAllLeft(16).AsFloat32x8()
+	}
+	c := newF16Consts()
+	return widenF16(h, &c)
 }
 
 func widen1(v uint16, half bool) float32 {
@@ -167,18 +185,16 @@ func dot1U16x8(w []uint16, x []float32, half bool) (int, float32) {
 	return n, s
 }
 
+// dot4U16x8 is four rows of f16 or bf16 weights (4×n) times x.
 func dot4U16x8(w []uint16, n int, x []float32, half bool) (float32, float32, float32, float32) {
 	w = w[:4*n]
 	x = x[:n]
-	pw, px := unsafe.Pointer(unsafe.SliceData(w)), unsafe.Pointer(unsafe.SliceData(x))
 	var s0, s1, s2, s3 archsimd.Float32x8
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		xv := ldF32(px, i)
-		s0 = widen(ldU16(pw, i), half).MulAdd(xv, s0)
-		s1 = widen(ldU16(pw, n+i), half).MulAdd(xv, s1)
-		s2 = widen(ldU16(pw, 2*n+i), half).MulAdd(xv, s2)
-		s3 = widen(ldU16(pw, 3*n+i), half).MulAdd(xv, s3)
+	var i int
+	if half {
+		i, s0, s1, s2, s3 = dot4F16Loop(w, n, x)
+	} else {
+		i, s0, s1, s2, s3 = dot4BF16Loop(w, n, x)
 	}
 	r0, r1, r2, r3 := hsum4(s0, s1, s2, s3)
 	for ; i < n; i++ {
@@ -189,6 +205,31 @@ func dot4U16x8(w []uint16, n int, x []float32, half bool) (float32, float32, flo
 		r3 += widen1(w[3*n+i], half) * xv
 	}
 	return r0, r1, r2, r3
+}
+
+func dot4F16Loop(w []uint16, n int, x []float32) (i int, s0, s1, s2, s3 archsimd.Float32x8) {
+	pw, px := unsafe.Pointer(unsafe.SliceData(w)), unsafe.Pointer(unsafe.SliceData(x))
+	c := newF16Consts()
+	for ; i+8 <= n; i += 8 {
+		xv := ldF32(px, i)
+		s0 = widenF16(ldU16(pw, i), &c).MulAdd(xv, s0)
+		s1 = widenF16(ldU16(pw, n+i), &c).MulAdd(xv, s1)
+		s2 = widenF16(ldU16(pw, 2*n+i), &c).MulAdd(xv, s2)
+		s3 = widenF16(ldU16(pw, 3*n+i), &c).MulAdd(xv, s3)
+	}
+	return
+}
+
+func dot4BF16Loop(w []uint16, n int, x []float32) (i int, s0, s1, s2, s3 archsimd.Float32x8) {
+	pw, px := unsafe.Pointer(unsafe.SliceData(w)), unsafe.Pointer(unsafe.SliceData(x))
+	for ; i+8 <= n; i += 8 {
+		xv := ldF32(px, i)
+		s0 = ldU16(pw, i).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().MulAdd(xv, s0)
+		s1 = ldU16(pw, n+i).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().MulAdd(xv, s1)
+		s2 = ldU16(pw, 2*n+i).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().MulAdd(xv, s2)
+		s3 = ldU16(pw, 3*n+i).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().MulAdd(xv, s3)
+	}
+	return
 }
 
 // simdBlock4 is matMulBlock4 (four f32 weight rows × all n tokens, into columns r..r+3 of
