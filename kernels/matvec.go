@@ -93,6 +93,9 @@ func matVecRows(out []float32, w *Mat, x []float32, lo, hi int, tmp []float32) {
 // accumulators so that consecutive adds do not wait on each other.
 func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
+	if v, ok := simdDot(a, b); ok { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		return v
+	}
 	var s0, s1, s2, s3 float32
 	i := 0
 	for ; i+4 <= len(a); i += 4 {

@@ -35,6 +35,9 @@ func SiLUMul(gate, up []float32) {
 // AddScaled does y += a·x.
 func AddScaled(y []float32, a float32, x []float32) {
 	x = x[:len(y)]
+	if simdAddScaled(y, a, x) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		return
+	}
 	for i := range y {
 		y[i] += a * x[i]
 	}

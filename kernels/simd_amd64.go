@@ -561,3 +561,35 @@ func q4x4(pr unsafe.Pointer, bb int, dw, mw *[maxPanelBlocks][8]float32, a *qact
 		res[k] += ms[k][0]
 	}
 }
+
+// simdDot is Dot for vectors long enough to fill registers (attention's head-sized dots).
+func simdDot(a, b []float32) (float32, bool) {
+	if !useSIMD || len(a) < 16 {
+		return 0, false
+	}
+	return dotF32x8(a, b), true
+}
+
+// simdAddScaled is AddScaled (y += a·x, x as long as y) with FMA.
+func simdAddScaled(y []float32, a float32, x []float32) bool {
+	if !useSIMD || len(y) < 16 {
+		return false
+	}
+	axpy(y, x[:len(y)], a)
+	return true
+}
+
+func axpy(y, x []float32, a float32) {
+	n := len(y)
+	py, px := unsafe.Pointer(unsafe.SliceData(y)), unsafe.Pointer(unsafe.SliceData(x))
+	av := archsimd.BroadcastFloat32x8(a)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		p := (*[8]float32)(unsafe.Add(py, 4*i))
+		ldF32(px, i).MulAdd(av, archsimd.LoadFloat32x8(p)).Store(p)
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		y[i] += a * x[i]
+	}
+}

@@ -9,3 +9,7 @@ func simdMatVecRows(out []float32, w *Mat, x []float32, lo, hi int) bool { retur
 func simdBlock4(out, w, x []float32, n, cols, rows, r int) bool { return false }
 
 func simdQuantRows(out []float32, w *Mat, a *qact, n, lo, hi int) bool { return false }
+
+func simdDot(a, b []float32) (float32, bool) { return 0, false }
+
+func simdAddScaled(y []float32, a float32, x []float32) bool { return false }
