@@ -224,61 +224,29 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-// stopWriter passes text on, holding back any tail that could be the start of
-// a stop string, and cuts the text at the first stop string.
+// stopWriter feeds the stop-string rule (StopText) and passes what it releases to onText,
+// keeping the whole text for the Result.
 type stopWriter struct {
-	stops   []string
+	rule    StopText
 	onText  func(string) error
-	held    string // text not yet passed on: a possible stop-string prefix
 	text    strings.Builder
 	stopped bool
 }
 
 func newStopWriter(stops []string, onText func(string) error) *stopWriter {
-	return &stopWriter{stops: stops, onText: onText}
+	return &stopWriter{rule: StopText{Stops: stops}, onText: onText}
 }
 
 // write adds piece and reports whether a stop string was found (the text
 // before it has been emitted, the rest dropped).
 func (w *stopWriter) write(piece string) (bool, error) {
-	if len(w.stops) == 0 {
-		return false, w.emit(piece)
-	}
-	buf := w.held + piece
-	// The held tail never contains a whole stop string, so the earliest match
-	// in buf is the earliest in the whole text.
-	cut := -1
-	for _, s := range w.stops {
-		if i := strings.Index(buf, s); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
-		}
-	}
-	if cut >= 0 {
-		w.held = ""
-		w.stopped = true
-		return true, w.emit(buf[:cut])
-	}
-	// Hold back the longest suffix that is a proper prefix of a stop string.
-	// Stop strings are valid UTF-8, so that suffix starts on a character boundary.
-	keep := 0
-	for _, s := range w.stops {
-		for k := min(len(s)-1, len(buf)); k > keep; k-- {
-			if strings.HasSuffix(buf, s[:k]) {
-				keep = k
-				break
-			}
-		}
-	}
-	w.held = buf[len(buf)-keep:]
-	return false, w.emit(buf[:len(buf)-keep])
+	out, stopped := w.rule.Write(piece)
+	w.stopped = w.stopped || stopped
+	return stopped, w.emit(out)
 }
 
 // flush emits the held text at the end of generation.
-func (w *stopWriter) flush() error {
-	h := w.held
-	w.held = ""
-	return w.emit(h)
-}
+func (w *stopWriter) flush() error { return w.emit(w.rule.Flush()) }
 
 func (w *stopWriter) emit(s string) error {
 	if s == "" {

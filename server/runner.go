@@ -44,7 +44,7 @@ type genRequest struct {
 
 	sampler      *engine.Sampler
 	stream       *tokenizer.StreamDecoder
-	stop         stopText
+	stop         engine.StopText
 	gen          int
 	admitted     time.Time
 	firstToken   time.Time
@@ -137,7 +137,7 @@ func (s *Server) admit(sub submission) {
 	}
 	r.sampler = sampler
 	r.stream = s.tok.NewStreamDecoder(true)
-	r.stop = stopText{stops: r.p.stop}
+	r.stop = engine.StopText{Stops: r.p.stop}
 	s.reqs[r.id] = r
 	s.updateGauges()
 	sub.reply <- nil
@@ -269,7 +269,7 @@ func (s *Server) sample(step sched.Step, logits [][]float32) (outs []sched.Outpu
 		if !r.p.ignoreEOS && slices.Contains(s.stopIDs, ch.ID) {
 			finish = engine.FinishStop
 		} else if piece := r.stream.Next(ch.ID); piece != "" {
-			text, stopped := r.stop.write(piece)
+			text, stopped := r.stop.Write(piece)
 			ev.text = text
 			if stopped {
 				finish = engine.FinishStop
@@ -281,7 +281,7 @@ func (s *Server) sample(step sched.Step, logits [][]float32) (outs []sched.Outpu
 		r.events <- ev
 		outs = append(outs, sched.Output{Seq: w.Seq, Token: ch.ID, Done: finish != ""})
 		if finish != "" {
-			r.finish, r.tail = finish, r.stop.flush()
+			r.finish, r.tail = finish, r.stop.Flush()
 		}
 	}
 	return outs, nil
