@@ -26,6 +26,7 @@ func MatVec(p *Pool, out []float32, w *Mat, x []float32, s *Scratch) {
 type Scratch struct {
 	bufs [][]float32
 	act  qact      // activations quantized for block-quantized weights, shared by the workers
+	actK qactK     // the same for k-quant weights (Q8_K)
 	xr   []float32 // activations rounded to f16/bf16
 }
 

@@ -207,6 +207,9 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 // quantProduct computes out = W·x for n activation rows the way ggml does for block-quantized
 // weights with 8-bit activations, and reports whether it handled w's dtype.
 func quantProduct(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) bool {
+	if quantProductK(p, out, w, x, n, s) { // Q4_K, Q6_K (quant_k.go)
+		return true
+	}
 	k := actKindOf(w.DType)
 	if k != actQ8_0 && k != actQ8_1 {
 		return false

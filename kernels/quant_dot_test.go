@@ -15,6 +15,20 @@ import (
 // tolerance is checkDot's float32 summation bound. raw is the weight row's stored bytes.
 func checkProduct(t *testing.T, dt tensor.DType, what string, got float32, w []float64, x []float32, raw []byte) {
 	t.Helper()
+	if dt == tensor.Q4_K || dt == tensor.Q6_K {
+		var a qactK
+		a.quantize(x)
+		var want, abs float64
+		for i, wv := range w {
+			xq := float64(a.d[i/256]) * float64(a.q[i])
+			want += wv * xq
+			abs += math.Abs(wv * xq)
+		}
+		if tol := float64(len(w)+4) * 0x1p-24 * abs; math.Abs(float64(got)-want) > tol {
+			t.Fatalf("%s: got %g, want %g (tolerance %g)", what, got, want, tol)
+		}
+		return
+	}
 	switch actKindOf(dt) {
 	case actF32:
 		checkDot(t, what, got, w, x)
@@ -240,5 +254,54 @@ func TestQuantRowsSIMD(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestQuantizeQ8K checks the Q8_K activation quantizer against ggml's definition: per 256
+// values, iscale = −127/max (max: the value of largest magnitude, with its sign), quants
+// round(iscale·x) half to even capped at 127, d = 1/iscale, bsums the sums of each 16.
+func TestQuantizeQ8K(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	x := randVec(rng, 256*3)
+	clear(x[256 : 2*256]) // an all-zero super-block
+	x[2*256+17] = -9      // a negative extreme
+	var a qactK
+	a.quantize(x)
+	for b := range 3 {
+		xb, q := x[b*256:b*256+256], a.q[b*256:b*256+256]
+		var mx, amax float32
+		for _, v := range xb {
+			if abs32(v) > amax {
+				amax, mx = abs32(v), v
+			}
+		}
+		if amax == 0 {
+			if a.d[b] != 0 {
+				t.Fatalf("zero super-block: d = %g", a.d[b])
+			}
+			continue
+		}
+		iscale := -127 / mx
+		if a.d[b] != 1/iscale {
+			t.Fatalf("super-block %d: d = %g, want %g", b, a.d[b], 1/iscale)
+		}
+		for i, v := range xb {
+			e := float64(iscale * v)
+			if math.Abs(e-float64(q[i])) > 0.5 || q[i] > 127 {
+				t.Fatalf("super-block %d [%d]: %g quantized to %d (exact %g)", b, i, v, q[i], e)
+			}
+		}
+		for j := range 16 {
+			var s int32
+			for _, v := range q[j*16 : j*16+16] {
+				s += int32(v)
+			}
+			if a.bsums[b*16+j] != s {
+				t.Fatalf("super-block %d: bsums[%d] = %d, want %d", b, j, a.bsums[b*16+j], s)
+			}
+		}
+	}
+	if a.q[2*256+17] != 127 {
+		t.Errorf("the negative extreme quantized to %d, want 127", a.q[2*256+17])
 	}
 }

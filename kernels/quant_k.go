@@ -1,0 +1,193 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// ggml-compatible products for the k-quants Q4_K and Q6_K: ggml quantizes the activations to
+// Q8_K (super-blocks of 256: a float32 scale, 256 int8 and the sums of each 16 quants) and
+// sums integer products per super-block into eight lanes, in the lane layout of its AVX2
+// vec_dot_q4_K_q8_K / vec_dot_q6_K_q8_K (the lane sums are converted to float once per
+// super-block, so where each product lands decides the rounding).
+
+// qactK holds activation rows quantized to Q8_K.
+type qactK struct {
+	d     []float32 // per super-block
+	q     []int8
+	bsums []int32 // 16 per super-block
+}
+
+// quantize fills a with x (a multiple of 256 long) as ggml's quantize_row_q8_K does: the
+// scale comes from the element of largest magnitude (its sign included), iscale = −127/max,
+// quants round half to even, d = 1/iscale.
+func (a *qactK) quantize(x []float32) {
+	nb := len(x) / 256
+	if cap(a.d) < nb {
+		a.d = make([]float32, nb)
+		a.q = make([]int8, nb*256)
+		a.bsums = make([]int32, nb*16)
+	}
+	a.d, a.q, a.bsums = a.d[:nb], a.q[:nb*256], a.bsums[:nb*16]
+	for b := range nb {
+		xb := x[b*256 : b*256+256]
+		q := a.q[b*256 : b*256+256]
+		var mx, amax float32
+		for _, v := range xb {
+			if av := abs32(v); av > amax {
+				amax, mx = av, v
+			}
+		}
+		if amax == 0 {
+			a.d[b] = 0
+			clear(q)
+			clear(a.bsums[b*16 : b*16+16])
+			continue
+		}
+		iscale := -127 / mx
+		for i, v := range xb {
+			q[i] = int8(min(127, int32(math.RoundToEven(float64(iscale*v)))))
+		}
+		for j := range 16 {
+			var s int32
+			for _, v := range q[j*16 : j*16+16] {
+				s += int32(v)
+			}
+			a.bsums[b*16+j] = s
+		}
+		a.d[b] = 1 / iscale
+	}
+}
+
+// q4KScales unpacks the eight 6-bit scales and mins of a Q4_K super-block.
+func q4KScales(s *[12]byte) (sc, mn [8]int32) {
+	for j := range 4 {
+		sc[j] = int32(s[j] & 63)
+		mn[j] = int32(s[j+4] & 63)
+		sc[j+4] = int32(s[j+8]&15 | (s[j]>>6)<<4)
+		mn[j+4] = int32(s[j+8]>>4 | (s[j+4]>>6)<<4)
+	}
+	return
+}
+
+// dotQ4_KAct is a Q4_K row times one Q8_K activation row: per super-block, lane k sums the
+// products of bytes 4k..4k+3 of every 32-element run, scaled by that run's 6-bit scale;
+// the mins meet the activations' 16-element sums in four lanes of their own.
+func dotQ4_KAct(row []byte, d []float32, q []int8, bsums []int32) float32 {
+	var acc [8]float32
+	var accM [4]float32
+	nb := len(row) / 144
+	for i := range nb {
+		blk := (*[144]byte)(row[i*144:])
+		xq := (*[256]int8)(q[i*256:])
+		bs := (*[16]int32)(bsums[i*16:])
+		dd := d[i] * f16Table[uint16(blk[0])|uint16(blk[1])<<8]
+		dmin := -d[i] * f16Table[uint16(blk[2])|uint16(blk[3])<<8]
+		sc, mn := q4KScales((*[12]byte)(blk[4:16]))
+		for k := range 4 {
+			p := mn[2*k]*(bs[4*k]+bs[4*k+1]) + mn[2*k+1]*(bs[4*k+2]+bs[4*k+3])
+			accM[k] = fma32(dmin, float32(p), accM[k])
+		}
+		qs := blk[16:144]
+		var sumi [8]int32
+		for j := range 4 {
+			bits := qs[32*j : 32*j+32]
+			lo := xq[64*j : 64*j+32]
+			hi := xq[64*j+32 : 64*j+64]
+			for k := range 8 {
+				var pl, ph int32
+				for b := 4 * k; b < 4*k+4; b++ {
+					pl += int32(bits[b]&15) * int32(lo[b])
+					ph += int32(bits[b]>>4) * int32(hi[b])
+				}
+				sumi[k] += sc[2*j]*pl + sc[2*j+1]*ph
+			}
+		}
+		for k := range 8 {
+			acc[k] = fma32(dd, float32(sumi[k]), acc[k])
+		}
+	}
+	m := (accM[0] + accM[2]) + (accM[1] + accM[3])
+	return hsum8(&acc) + m
+}
+
+// dotQ6_KAct is a Q6_K row times one Q8_K activation row. The 6-bit values are taken as
+// 0..63 and the −32 offset is subtracted as 32·Σ scale·bsum, lane k holding sub-blocks 2k
+// and 2k+1, as ggml's AVX2 code does.
+func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int32) float32 {
+	var acc [8]float32
+	nb := len(row) / 210
+	for i := range nb {
+		blk := (*[210]byte)(row[i*210:])
+		xq := (*[256]int8)(q[i*256:])
+		bs := (*[16]int32)(bsums[i*16:])
+		ql, qh := blk[0:128], blk[128:192]
+		var sc [16]int32
+		for j := range 16 {
+			sc[j] = int32(int8(blk[192+j]))
+		}
+		dd := d[i] * f16Table[uint16(blk[208])|uint16(blk[209])<<8]
+		var sumi [8]int32
+		for j := range 2 {
+			l1, l2, h := ql[64*j:64*j+32], ql[64*j+32:64*j+64], qh[32*j:32*j+32]
+			for t := range 4 {
+				x := xq[128*j+32*t : 128*j+32*t+32]
+				m := 4*j + t
+				for k := range 8 {
+					var p int32
+					for b := 4 * k; b < 4*k+4; b++ {
+						var v byte
+						switch t {
+						case 0:
+							v = l1[b]&15 | (h[b]&3)<<4
+						case 1:
+							v = l2[b]&15 | (h[b]>>2&3)<<4
+						case 2:
+							v = l1[b]>>4 | (h[b]>>4&3)<<4
+						default:
+							v = l2[b]>>4 | (h[b]>>6&3)<<4
+						}
+						p += int32(v) * int32(x[b])
+					}
+					s := sc[2*m]
+					if k >= 4 {
+						s = sc[2*m+1]
+					}
+					sumi[k] += s * p
+				}
+			}
+		}
+		for k := range 8 {
+			sumi[k] -= 32 * (bs[2*k]*sc[2*k] + bs[2*k+1]*sc[2*k+1])
+			acc[k] = fma32(dd, float32(sumi[k]), acc[k])
+		}
+	}
+	return hsum8(&acc)
+}
+
+// quantProductK is quantProduct for Q4_K and Q6_K weights.
+func quantProductK(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) bool {
+	if w.DType != tensor.Q4_K && w.DType != tensor.Q6_K {
+		return false
+	}
+	rows, cols := w.Rows, w.Cols
+	a := &s.actK
+	a.quantize(x[:n*cols])
+	out = out[:n*rows]
+	nb := cols / 256
+	p.Run(rows, 4, func(worker, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+			for t := range n {
+				d, q, bs := a.d[t*nb:(t+1)*nb], a.q[t*nb*256:(t+1)*nb*256], a.bsums[t*nb*16:(t+1)*nb*16]
+				if w.DType == tensor.Q4_K {
+					out[t*rows+r] = dotQ4_KAct(row, d, q, bs)
+				} else {
+					out[t*rows+r] = dotQ6_KAct(row, d, q, bs)
+				}
+			}
+		}
+	})
+	return true
+}
