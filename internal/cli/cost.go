@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -111,38 +110,18 @@ func costInputs(command, modelPath, hardware, dtype, kvDType string) (*cost.Shap
 	return s, hw, dt, kv, nil
 }
 
-// parseSize reads 72GB, 20GiB, 512MiB, 1e9 (bytes).
-func parseSize(s string) (float64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	units := []struct {
-		suffix string
-		mult   float64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	u := strings.ToUpper(strings.TrimSpace(s))
-	mult := 1.0
-	for _, x := range units {
-		if strings.HasSuffix(u, x.suffix) {
-			u, mult = strings.TrimSpace(strings.TrimSuffix(u, x.suffix)), x.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(u, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("size %q: want a positive number with an optional unit (KB, MB, GB, KiB, MiB, GiB)", s)
-	}
-	return v * mult, nil
-}
-
 func runCost(f costFlags, stdout, stderr io.Writer) error {
 	s, hw, dt, kv, err := costInputs("cost", f.model, f.hardware, f.dtype, f.kvDType)
 	if err != nil {
 		return err
 	}
-	budget, err := parseSize(f.memBudget)
-	if err != nil {
-		return fmt.Errorf("cost: --mem-budget: %w", err)
+	var budget float64
+	if f.memBudget != "" {
+		b, err := parseByteSize(f.memBudget)
+		if err != nil {
+			return fmt.Errorf("cost: --mem-budget: %w", err)
+		}
+		budget = float64(b)
 	}
 	w := cost.Workload{Prompt: f.prompt, Output: f.output, Batch: f.batch, DType: dt, KV: kv, Threads: f.threads, MemBudget: budget}
 	e, err := s.Estimate(hw, w)
