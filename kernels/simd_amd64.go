@@ -337,8 +337,8 @@ func simdQuantRows(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 // and the activation scales come pre-broadcast (qact.d8, s8), so the loop is VEX code only.
 
 // blockScale widens the f16 at p to all eight lanes.
-func blockScale(p unsafe.Pointer) archsimd.Float32x8 {
-	return widen(archsimd.LoadUint16x8((*[8]uint16)(p)).Broadcast1To8(), true)
+func blockScale(p unsafe.Pointer, c *f16Consts) archsimd.Float32x8 {
+	return widenF16(archsimd.LoadUint16x8((*[8]uint16)(p)).Broadcast1To8(), c)
 }
 
 func dotQ8_0Simd(row []byte, d8 []float32, q []int8) float32 {
@@ -346,12 +346,13 @@ func dotQ8_0Simd(row []byte, d8 []float32, q []int8) float32 {
 	d8, q = d8[:nb*8], q[:nb*32]
 	pr, pq, pd := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(d8))
 	ones := archsimd.BroadcastInt16x16(1)
+	c := newF16Consts()
 	var acc archsimd.Float32x8
 	for b := range nb {
 		blk := unsafe.Add(pr, 34*b)
 		wq := ldI8(blk, 2)
 		p := wq.Abs().AsUint8x32().DotProductPairsSaturated(ldI8(pq, 32*b).CopySign(wq)).DotProductPairs(ones)
-		acc = p.ConvertToFloat32().MulAdd(blockScale(blk).Mul(ldF8(pd, b)), acc)
+		acc = p.ConvertToFloat32().MulAdd(blockScale(blk, &c).Mul(ldF8(pd, b)), acc)
 	}
 	return hsumGGML(acc)
 }
@@ -368,6 +369,7 @@ func hsumGGML(v archsimd.Float32x8) float32 {
 // the activations' d·Σq, unsigned nibbles, plus the chain Σ m·s, run in every lane).
 func dotQ4Simd(row []byte, d8, s8 []float32, q []int8) float32 {
 	ones := archsimd.BroadcastInt16x16(1)
+	c := newF16Consts()
 	var acc archsimd.Float32x8
 	if s8 == nil {
 		nb := len(row) / 18
@@ -378,7 +380,7 @@ func dotQ4Simd(row []byte, d8, s8 []float32, q []int8) float32 {
 			blk := unsafe.Add(pr, 18*b)
 			wq := nibbles(unsafe.Add(blk, 2)).AsInt8x32().Sub(eight)
 			p := wq.Abs().AsUint8x32().DotProductPairsSaturated(ldI8(pq, 32*b).CopySign(wq)).DotProductPairs(ones)
-			acc = p.ConvertToFloat32().MulAdd(blockScale(blk).Mul(ldF8(pd, b)), acc)
+			acc = p.ConvertToFloat32().MulAdd(blockScale(blk, &c).Mul(ldF8(pd, b)), acc)
 		}
 		return hsumGGML(acc)
 	}
@@ -389,9 +391,9 @@ func dotQ4Simd(row []byte, d8, s8 []float32, q []int8) float32 {
 	var sm archsimd.Float32x8
 	for b := range nb {
 		blk := unsafe.Add(pr, 20*b)
-		sm = blockScale(unsafe.Add(blk, 2)).MulAdd(ldF8(ps, b), sm)
+		sm = blockScale(unsafe.Add(blk, 2), &c).MulAdd(ldF8(ps, b), sm)
 		p := nibbles(unsafe.Add(blk, 4)).DotProductPairsSaturated(ldI8(pq, 32*b)).DotProductPairs(ones)
-		acc = p.ConvertToFloat32().MulAdd(blockScale(blk).Mul(ldF8(pd, b)), acc)
+		acc = p.ConvertToFloat32().MulAdd(blockScale(blk, &c).Mul(ldF8(pd, b)), acc)
 	}
 	var l, m [8]float32
 	acc.Store(&l)
