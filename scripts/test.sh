@@ -14,6 +14,12 @@ go mod download
 scripts/setup-refs.sh
 export TOKENWISE_REFS="$PWD/.cache/refs"
 export TOKENWISE_REQUIRE_REFS=1
+# Plain build first: the pure-Go kernels must build, vet and pass without the experiment.
 go vet ./...
+go test -count=1 ./kernels
+# Everything else runs the fast path, as the README's commands do: the SIMD kernels need
+# Go 1.26's GOEXPERIMENT=simd (simd/archsimd).
+export GOEXPERIMENT=simd
+go vet ./kernels
 go test -count=1 -timeout 45m ./...
 echo "test.sh: all tests passed; tokenizer parity table: .cache/parity/status.md" >&2
