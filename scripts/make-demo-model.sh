@@ -10,14 +10,14 @@
 #          init, fitted to the first 1000 training examples), then `tokenwise adapt`
 #          (embeddings/head, first and last blocks) -> demo/adapted/
 # Usage: scripts/make-demo-model.sh [all|base|adapt] [WORKDIR]   (default: all .cache/demo-build)
-# Time on 2 idle cores (~1800 tokens/s): base ~20 minutes, adapt ~5 minutes. Needs the
+# Time on 2 idle cores (~1800 tokens/s): base ~20 minutes, adapt ~7 minutes. Needs the
 # current tree to build (it embeds the committed demo models).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STAGE=${1:-all}
 WORK=${2:-.cache/demo-build}
 STEPS=${DEMO_STEPS:-320}
-ADAPT_STEPS=${DEMO_ADAPT_STEPS:-100}
+ADAPT_STEPS=${DEMO_ADAPT_STEPS:-500}
 STOP_AT=${DEMO_STOP_AT:-0}   # stop the base run after this many steps (0: all); the schedule still spans STEPS
 mkdir -p "$WORK"
 go build -o "$WORK/tokenwise" ./cmd/tokenwise
@@ -35,6 +35,6 @@ if [[ $STAGE == all || $STAGE == adapt ]]; then
   rm -rf "$WORK/specialized"
   "$WORK/tokenwise" specialize --model demo/model --corpus "$WORK/spec/train.jsonl" --prune --add 128 --init exp --out "$WORK/specialized"
   "$WORK/tokenwise" adapt --model "$WORK/specialized" --corpus "$WORK/train.jsonl" --eval "$WORK/held-out.jsonl" --eval-max 40 \
-    --steps "$ADAPT_STEPS" --batch 8 --accum 2 --lr 1e-3 --min-lr 1e-4 --warmup 10 --seq-len 512 \
+    --steps "$ADAPT_STEPS" --batch 8 --accum 2 --lr 2e-3 --min-lr 2e-4 --warmup 20 --seq-len 512 \
     --threads 2 --seed 1 --checkpoint-every 25 --dtype bf16 --out demo/adapted
 fi

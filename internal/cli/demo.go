@@ -75,7 +75,7 @@ report with a chart (--html).`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.Prompts, "prompts", 40, "held-out prompts through each model")
+	f.IntVar(&o.Prompts, "prompts", 100, "held-out prompts through each model")
 	f.IntVar(&o.MaxTokens, "max-tokens", 200, "generation cap per prompt")
 	f.IntVar(&o.Threads, "threads", 2, "kernel threads")
 	f.StringVar(&o.Profile, "profile", "epyc-zen3-2core", "cost model hardware profile")
