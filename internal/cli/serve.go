@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokenwise/tokenwise/demo"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/server"
 )
@@ -76,9 +76,20 @@ flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
 // the listening address.
 func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(addr string)) error {
 	if f.model == "" {
-		return errors.New("serve: --model is required: pass a Hugging Face model folder (config.json, *.safetensors, tokenizer.json) " +
-			"or a .gguf file, e.g. one written by `tokenwise synth --config configs/smollm2-135m.json --tokenizer TOKENIZER --out DIR` " +
-			"(there is no embedded demo model yet)")
+		// No --model: serve the embedded demo model (demo/model), written to a temporary folder
+		// because the loader memory-maps files.
+		dir, err := os.MkdirTemp("", "tokenwise-demo-model-")
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if f.model, err = demo.ExtractModel(dir); err != nil {
+			return fmt.Errorf("serve: embedded demo model: %w", err)
+		}
+		if f.name == "" {
+			f.name = "tokenwise-demo"
+		}
+		fmt.Fprintf(stderr, "serve: no --model given: serving the embedded demo model (pass --model for your own)\n")
 	}
 	kvBytes, err := parseByteSize(f.kvMem)
 	if err != nil {

@@ -9,10 +9,48 @@ import (
 	"time"
 )
 
-func TestServeNeedsModel(t *testing.T) {
-	_, _, err := runCLI(t, "serve")
-	if err == nil || !strings.Contains(err.Error(), "--model") || !strings.Contains(err.Error(), "tokenwise synth") {
-		t.Fatalf("serve without --model: %v", err)
+// TestServeDemoModel: without --model, serve answers with the embedded demo model, and its
+// model list names it.
+func TestServeDemoModel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	var stderr strings.Builder
+	go func() {
+		done <- runServe(ctx, serveFlags{host: "127.0.0.1", port: 0, maxSeqs: 2, maxBatched: 64,
+			kvMem: "4MiB", timeout: time.Minute, grace: 5 * time.Second}, &stderr, func(a string) { addrc <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	resp, err := http.Get("http://" + addr + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"tokenwise-demo"`) {
+		t.Fatalf("models: %s", b)
+	}
+	resp, err = http.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"Essay:","max_tokens":3,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"completion_tokens":3`) {
+		t.Fatalf("completion: %d %s", resp.StatusCode, b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown returned %v", err)
+	}
+	if !strings.Contains(stderr.String(), "embedded demo model") {
+		t.Errorf("stderr does not say which model is served: %s", stderr.String())
 	}
 }
 
