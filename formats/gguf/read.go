@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/tokenwise/tokenwise/formats/internal/mmapfile"
 	"math"
-	"os"
 	"slices"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -45,32 +43,13 @@ type File struct {
 
 // Open memory-maps and validates a GGUF file.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	m, err := mmapfile.Map(path, 24, "GGUF")
 	if err != nil {
 		return nil, err
-	}
-	defer fd.Close() // the mapping outlives the descriptor
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	size := st.Size()
-	if size < 24 {
-		return nil, fmt.Errorf("%s: %d bytes, too small for a GGUF header", path, size)
-	}
-	if size > math.MaxInt {
-		return nil, fmt.Errorf("%s: file too large to map", path)
-	}
-	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
 	f, err := Parse(path, m)
 	if err != nil {
-		unix.Munmap(m)
+		mmapfile.Unmap(path, m)
 		return nil, err
 	}
 	f.mapping = m
@@ -84,10 +63,7 @@ func (f *File) Close() error {
 	}
 	m := f.mapping
 	f.mapping, f.tensors, f.byName = nil, nil, nil
-	if err := unix.Munmap(m); err != nil {
-		return fmt.Errorf("%s: munmap: %w", f.Path, err)
-	}
-	return nil
+	return mmapfile.Unmap(f.Path, m)
 }
 
 // Tensors returns the tensors in file order; Shape is PyTorch order (GGUF dims reversed).

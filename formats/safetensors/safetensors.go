@@ -15,14 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"github.com/tokenwise/tokenwise/formats/internal/mmapfile"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -42,32 +40,13 @@ type File struct {
 
 // Open memory-maps and validates a .safetensors file.
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
+	m, err := mmapfile.Map(path, 8, "safetensors")
 	if err != nil {
 		return nil, err
-	}
-	defer fd.Close() // the mapping stays valid after the descriptor is closed
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	size := st.Size()
-	if size < 8 {
-		return nil, fmt.Errorf("%s: file is %d bytes, too small for a safetensors header", path, size)
-	}
-	if size > math.MaxInt {
-		return nil, fmt.Errorf("%s: file too large to map", path)
-	}
-	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
 	f, err := Parse(path, m)
 	if err != nil {
-		unix.Munmap(m)
+		mmapfile.Unmap(path, m)
 		return nil, err
 	}
 	f.mapping = m
@@ -81,10 +60,7 @@ func (f *File) Close() error {
 	}
 	m := f.mapping
 	f.mapping, f.tensors, f.byName = nil, nil, nil
-	if err := unix.Munmap(m); err != nil {
-		return fmt.Errorf("%s: munmap: %w", f.Path, err)
-	}
-	return nil
+	return mmapfile.Unmap(f.Path, m)
 }
 
 // Tensors returns every tensor in data-offset order. The slice is shared: do not modify it.
