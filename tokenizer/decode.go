@@ -416,21 +416,8 @@ func parseDecoder(path string, raw json.RawMessage) (decoder, error) {
 		}
 		return d, nil
 	case "Sequence":
-		l, err := o.list("decoders")
-		if err != nil {
-			return nil, err
-		}
-		var q decSequence
-		for i, r := range l {
-			d, err := parseDecoder(fmt.Sprintf("%s.decoders[%d]", path, i), r)
-			if err != nil {
-				return nil, err
-			}
-			if d != nil {
-				q = append(q, d)
-			}
-		}
-		return q, nil
+		q, err := seq(o, path, "decoders", parseDecoder)
+		return decSequence(q), err
 	}
 	return nil, fmt.Errorf("%s.type: unsupported decoder %q", path, typ)
 }

@@ -75,6 +75,28 @@ func (o obj) list(key string) ([]json.RawMessage, error) {
 	return l, nil
 }
 
+// seq parses the list under key as a Sequence of components with parse, dropping the nil
+// (no-op) ones; errors name each element as path.key[i]. Normalizers, decoders and
+// post-processors all nest this way.
+func seq[T comparable](o obj, path, key string, parse func(string, json.RawMessage) (T, error)) ([]T, error) {
+	l, err := o.list(key)
+	if err != nil {
+		return nil, err
+	}
+	var zero T
+	var q []T
+	for i, r := range l {
+		c, err := parse(fmt.Sprintf("%s.%s[%d]", path, key, i), r)
+		if err != nil {
+			return nil, err
+		}
+		if c != zero {
+			q = append(q, c)
+		}
+	}
+	return q, nil
+}
+
 func (o obj) char(key string, def rune) (rune, error) {
 	s := string(def)
 	if err := o.get(key, &s); err != nil {
@@ -361,21 +383,8 @@ func parseNormalizer(path string, raw json.RawMessage) (normalizer, error) {
 		}
 		return bn, nil
 	case "Sequence":
-		l, err := o.list("normalizers")
-		if err != nil {
-			return nil, err
-		}
-		var q normSequence
-		for i, r := range l {
-			n, err := parseNormalizer(fmt.Sprintf("%s.normalizers[%d]", path, i), r)
-			if err != nil {
-				return nil, err
-			}
-			if n != nil {
-				q = append(q, n)
-			}
-		}
-		return q, nil
+		q, err := seq(o, path, "normalizers", parseNormalizer)
+		return normSequence(q), err
 	case "Precompiled":
 		return nil, fmt.Errorf("%s.type: Precompiled (SentencePiece charsmap) normalizer is not supported", path)
 	}

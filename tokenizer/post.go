@@ -180,21 +180,8 @@ func parsePost(path string, raw json.RawMessage) (postProcessor, error) {
 		}
 		return p, nil
 	case "Sequence":
-		l, err := o.list("processors")
-		if err != nil {
-			return nil, err
-		}
-		var q postSequence
-		for i, r := range l {
-			p, err := parsePost(fmt.Sprintf("%s.processors[%d]", path, i), r)
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				q = append(q, p)
-			}
-		}
-		return q, nil
+		q, err := seq(o, path, "processors", parsePost)
+		return postSequence(q), err
 	}
 	return nil, fmt.Errorf("%s.type: unsupported post-processor %q", path, typ)
 }
