@@ -491,22 +491,7 @@ func ggufToHF(v *ggufVocab) (tokJSON, cfgJSON []byte, err error) {
 
 	var b bytes.Buffer
 	str := func(s string) { ggufJSONStr(&b, s) }
-	b.WriteString("{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [")
-	first := true
-	for i, tok := range v.Tokens {
-		t := typ(i)
-		if t != ggufTokControl && t != ggufTokUserDefined && t != ggufTokUnknown {
-			continue
-		}
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		fmt.Fprintf(&b, "\n    {\"id\": %d, \"content\": ", i)
-		str(tok)
-		special := t != ggufTokUserDefined
-		fmt.Fprintf(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": %v, \"special\": %v}", !special, special)
-	}
+	ggufJSONHead(&b, v.Tokens, typ)
 	b.WriteString("\n  ],\n  \"normalizer\": ")
 	if v.HFNormalizer != "" && json.Valid([]byte(v.HFNormalizer)) {
 		b.WriteString(v.HFNormalizer)
@@ -537,7 +522,7 @@ func ggufToHF(v *ggufVocab) (tokJSON, cfgJSON []byte, err error) {
 	}
 	b.WriteString(",\n  \"decoder\": " + `{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}`)
 	fmt.Fprintf(&b, ",\n  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, \"byte_fallback\": false, \"ignore_merges\": %v,\n    \"vocab\": {", pre.ignoreMerges)
-	first = true
+	first := true
 	// Added tokens go into the model vocabulary too: HF gives an added token missing from it
 	// the next free id rather than the one written in added_tokens, which is wrong for
 	// vocabularies with holes (o200k lacks id 199998).
@@ -647,6 +632,28 @@ func ggufWriteTemplate(b *bytes.Buffer, v *ggufVocab, bos, eos bool) {
 }
 
 // ggufJSONStr appends s as a JSON string (no HTML escaping, so "<|im_start|>" stays readable).
+// ggufJSONHead writes the start of a tokenizer.json up to and including the added_tokens
+// entries (left open for the caller's "normalizer"): GGUF control, user-defined and unknown
+// tokens become added tokens, user-defined ones normalized and not special, as HF has them.
+func ggufJSONHead(b *bytes.Buffer, tokens []string, typ func(int) int32) {
+	b.WriteString("{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [")
+	first := true
+	for i, tok := range tokens {
+		t := typ(i)
+		if t != ggufTokControl && t != ggufTokUserDefined && t != ggufTokUnknown {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		fmt.Fprintf(b, "\n    {\"id\": %d, \"content\": ", i)
+		ggufJSONStr(b, tok)
+		special := t != ggufTokUserDefined
+		fmt.Fprintf(b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": %v, \"special\": %v}", !special, special)
+	}
+}
+
 func ggufJSONStr(b *bytes.Buffer, s string) {
 	e := json.NewEncoder(b)
 	e.SetEscapeHTML(false)
@@ -959,22 +966,7 @@ func ggufSPMToHF(v *ggufVocab) (tokJSON, cfgJSON []byte, err error) {
 
 	var b bytes.Buffer
 	str := func(s string) { ggufJSONStr(&b, s) }
-	b.WriteString("{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [")
-	first := true
-	for i, tok := range v.Tokens {
-		t := typ(i)
-		if t != ggufTokControl && t != ggufTokUserDefined && t != ggufTokUnknown {
-			continue
-		}
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		fmt.Fprintf(&b, "\n    {\"id\": %d, \"content\": ", i)
-		str(tok)
-		special := t != ggufTokUserDefined
-		fmt.Fprintf(&b, ", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": %v, \"special\": %v}", !special, special)
-	}
+	ggufJSONHead(&b, v.Tokens, typ)
 	b.WriteString("\n  ],\n  \"normalizer\": ")
 	if addPrefix {
 		b.WriteString(`{"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}`)
@@ -998,7 +990,7 @@ func ggufSPMToHF(v *ggufVocab) (tokJSON, cfgJSON []byte, err error) {
 	b.WriteString(",\n  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": ")
 	str(unk)
 	b.WriteString(", \"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": true, \"byte_fallback\": true, \"ignore_merges\": false,\n    \"vocab\": {")
-	first = true
+	first := true
 	seen := make(map[string]bool, len(v.Tokens))
 	for i, tok := range v.Tokens {
 		if typ(i) == ggufTokUnused || seen[tok] {
