@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -252,6 +254,85 @@ func TestRope(t *testing.T) {
 		for i := range d / 2 {
 			if perm[2*i] != half[i] || perm[2*i+1] != half[i+d/2] {
 				t.Fatalf("pos %d pair %d: interleaved %g,%g, rotate_half %g,%g", pos, i, perm[2*i], perm[2*i+1], half[i], half[i+d/2])
+			}
+		}
+	}
+}
+
+// TestPoolParksAndWakes exercises both hand-over paths of the spinning pool: calls in quick
+// succession (workers still spinning) and calls after a pause longer than spinFor (workers
+// parked on their channels), from several goroutines at once (Run serializes them).
+func TestPoolParksAndWakes(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				if i%10 == g {
+					time.Sleep(2 * spinFor)
+				}
+				n := 7 + i
+				hits := make([]int, n)
+				p.Run(n, 1, func(worker, lo, hi int) {
+					for j := lo; j < hi; j++ {
+						hits[j]++
+					}
+				})
+				for j, h := range hits {
+					if h != 1 {
+						t.Errorf("goroutine %d call %d: index %d done %d times", g, i, j, h)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestMatMulMany: a fused product gives bit-identical results to one product per matrix (the
+// same activations, the same row kernels), for matrices whose row counts split unevenly
+// across workers, for decode (n=1) and prefill (n=5), and falls back cleanly when the
+// matrices' dtypes differ.
+func TestMatMulMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	pool := NewPool(3)
+	defer pool.Close()
+	s := NewScratch(pool.Threads())
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
+		cols := 64
+		if dt.BlockSize() == 256 {
+			cols = 512
+		}
+		var mats []Mat
+		for _, rows := range []int{9, 4, 13} {
+			m, _ := randMat(t, rng, dt, rows, cols)
+			mats = append(mats, m)
+		}
+		if dt == tensor.Q4_1 { // mixed dtypes take the one-by-one path
+			m, _ := randMat(t, rng, tensor.Q8_0, 6, cols)
+			mats = append(mats, m)
+		}
+		for _, n := range []int{1, 5} {
+			x := randVec(rng, n*cols)
+			var ps []Product
+			var want [][]float32
+			for i := range mats {
+				ps = append(ps, Product{&mats[i], make([]float32, n*mats[i].Rows)})
+				w := make([]float32, n*mats[i].Rows)
+				MatMul(pool, w, &mats[i], x, n, s)
+				want = append(want, w)
+			}
+			MatMulMany(pool, ps, x, n, s)
+			for i, pr := range ps {
+				for j := range pr.Out {
+					if pr.Out[j] != want[i][j] {
+						t.Fatalf("%v n=%d matrix %d [%d]: fused %g, alone %g", dt, n, i, j, pr.Out[j], want[i][j])
+					}
+				}
 			}
 		}
 	}

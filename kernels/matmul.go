@@ -8,42 +8,34 @@ import "github.com/tokenwise/tokenwise/tensor"
 // (dtypes other than f32), and multiplies them against every token in 4×4 register
 // blocks, loading each weight and activation once per four multiply-adds.
 func MatMul(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) {
-	if n == 1 {
-		MatVec(p, out, w, x, s)
-		return
-	}
+	MatMulMany(p, []Product{{w, out}}, x, n, s)
+}
+
+// matMulRows computes rows [lo,hi) of w for all n tokens; buf holds 4×Cols floats.
+func matMulRows(out []float32, w *Mat, x []float32, n, lo, hi int, buf []float32) {
 	cols, rows := w.Cols, w.Rows
-	x = x[:n*cols]
-	out = out[:n*rows]
-	if quantProduct(p, out, w, x, n, s) { // ggml-compatible 8-bit activations (quant_dot.go)
-		return
-	}
-	x = roundActivations(w, x, s)
-	p.Run(rows, 4, func(worker, lo, hi int) {
-		buf := s.buf(worker, 4*cols)
-		for r := lo; r < hi; r += 4 {
-			nr := min(4, hi-r)
-			var wb []float32
-			if w.DType == tensor.F32 {
-				wb = w.f32[r*cols : (r+nr)*cols]
-			} else {
-				for i := range nr {
-					_ = w.Row(r+i, buf[i*cols:(i+1)*cols]) // NewMat validated dtype and sizes
-				}
-				wb = buf[:nr*cols]
+	for r := lo; r < hi; r += 4 {
+		nr := min(4, hi-r)
+		var wb []float32
+		if w.DType == tensor.F32 {
+			wb = w.f32[r*cols : (r+nr)*cols]
+		} else {
+			for i := range nr {
+				_ = w.Row(r+i, buf[i*cols:(i+1)*cols]) // NewMat validated dtype and sizes
 			}
-			if nr == 4 {
-				matMulBlock4(out, wb, x, n, cols, rows, r)
-			} else {
-				for i := range nr {
-					wr := wb[i*cols : (i+1)*cols]
-					for t := range n {
-						out[t*rows+r+i] = Dot(wr, x[t*cols:(t+1)*cols])
-					}
+			wb = buf[:nr*cols]
+		}
+		if nr == 4 {
+			matMulBlock4(out, wb, x, n, cols, rows, r)
+		} else {
+			for i := range nr {
+				wr := wb[i*cols : (i+1)*cols]
+				for t := range n {
+					out[t*rows+r+i] = Dot(wr, x[t*cols:(t+1)*cols])
 				}
 			}
 		}
-	})
+	}
 }
 
 // matMulBlock4 multiplies four weight rows (w, 4×cols) by all n tokens, writing columns

@@ -10,15 +10,7 @@ import (
 // weight is read once for one token. Rows are split across the pool's workers. scratch
 // (from NewScratch) holds per-worker row buffers for dtypes that are dequantized first.
 func MatVec(p *Pool, out []float32, w *Mat, x []float32, s *Scratch) {
-	x = x[:w.Cols]
-	out = out[:w.Rows]
-	if quantProduct(p, out, w, x, 1, s) { // ggml-compatible 8-bit activations (quant_dot.go)
-		return
-	}
-	x = roundActivations(w, x, s)
-	p.Run(w.Rows, 4, func(worker, lo, hi int) {
-		matVecRows(out, w, x, lo, hi, s.buf(worker, w.Cols))
-	})
+	MatMulMany(p, []Product{{w, out}}, x, 1, s)
 }
 
 // Scratch holds one float32 buffer per worker, grown on demand, so that kernels which

@@ -9,22 +9,47 @@ package kernels
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// Pool is a fixed set of worker goroutines. A forward pass calls it hundreds of times per
-// token, so the workers are started once and fed over channels: spawning goroutines per call
-// costs more than a small matvec.
+// Pool is a fixed set of worker goroutines. A decode step calls it about eight times per
+// layer, each call a few microseconds of work per worker on a small model, so the cost of
+// handing work over decides how close decode gets to the memory bandwidth. A goroutine
+// parked on a channel takes tens of microseconds to be woken and rescheduled, which on
+// SmolLM2-135M added up to a third of the step. So, like ggml's thread pool, workers spin on
+// an atomic sequence number between calls and the caller spins until they are done; a
+// worker that sees no work for spinFor parks on its channel, so an idle model costs no CPU.
+// The spin loops yield (runtime.Gosched) every few iterations so that other goroutines of
+// the process — an HTTP server, the GC — still get a processor.
 type Pool struct {
-	n     int
-	tasks []chan task
-	wg    sync.WaitGroup
-	mu    sync.Mutex // one Run at a time; the workers' scratch buffers are not shared
+	n       int
+	workers []*worker // workers[0] is unused: the caller is worker 0
+	pending atomic.Int32
+	mu      sync.Mutex // one Run at a time; the workers' scratch buffers are not shared
+	closed  bool
+}
+
+// worker is one goroutine's mailbox, padded so that two workers' counters do not share a
+// cache line.
+type worker struct {
+	seq    atomic.Uint64 // incremented once per task posted
+	parked atomic.Int32  // 1 while the goroutine waits on wake
+	wake   chan struct{}
+	t      task
+	_      [64]byte
 }
 
 type task struct {
 	fn     func(worker, lo, hi int)
 	lo, hi int
+	quit   bool
 }
+
+// spinFor is how long an idle worker keeps polling before it parks: longer than the gaps
+// between the calls of one forward pass (microseconds), much shorter than a human-visible
+// pause.
+const spinFor = 200 * time.Microsecond
 
 // NewPool starts threads workers (threads <= 0: one per CPU). The caller's goroutine does
 // the first share of every Run itself, so threads-1 goroutines are started.
@@ -32,18 +57,63 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{n: threads, tasks: make([]chan task, threads)}
+	p := &Pool{n: threads, workers: make([]*worker, threads)}
 	for w := 1; w < threads; w++ {
-		ch := make(chan task, 1)
-		p.tasks[w] = ch
-		go func(w int) {
-			for t := range ch {
-				t.fn(w, t.lo, t.hi)
-				p.wg.Done()
-			}
-		}(w)
+		wk := &worker{wake: make(chan struct{}, 1)}
+		p.workers[w] = wk
+		go p.loop(w, wk)
 	}
 	return p
+}
+
+// loop runs worker w's tasks until Close.
+func (p *Pool) loop(w int, wk *worker) {
+	var seen uint64
+	for {
+		seen = wk.await(seen)
+		t := wk.t
+		if t.quit {
+			return
+		}
+		t.fn(w, t.lo, t.hi)
+		p.pending.Add(-1)
+	}
+}
+
+// await returns once wk.seq has moved past seen: spinning first, then parked on wk.wake.
+func (wk *worker) await(seen uint64) uint64 {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if s := wk.seq.Load(); s != seen {
+			return s
+		}
+		if i%64 == 0 {
+			runtime.Gosched()
+			if time.Since(start) > spinFor {
+				break
+			}
+		}
+	}
+	// Park. The poster increments seq and then, if parked is 1, swaps it to 0 and sends one
+	// wake-up; re-checking seq after setting parked closes the window between the two.
+	wk.parked.Store(1)
+	if s := wk.seq.Load(); s != seen {
+		if !wk.parked.CompareAndSwap(1, 0) {
+			<-wk.wake // the poster saw us parked and has sent (or will send) a wake-up
+		}
+		return s
+	}
+	<-wk.wake
+	return wk.seq.Load()
+}
+
+// post hands t to wk and wakes it if it is parked.
+func (wk *worker) post(t task) {
+	wk.t = t
+	wk.seq.Add(1)
+	if wk.parked.Load() == 1 && wk.parked.CompareAndSwap(1, 0) {
+		wk.wake <- struct{}{}
+	}
 }
 
 // Threads is the number of workers, including the calling goroutine.
@@ -68,6 +138,7 @@ func (p *Pool) Run(n, align int, fn func(worker, lo, hi int)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	per, extra := units/workers, units%workers
+	p.pending.Store(int32(workers - 1))
 	lo := 0
 	var first task
 	for w := range workers {
@@ -76,24 +147,33 @@ func (p *Pool) Run(n, align int, fn func(worker, lo, hi int)) {
 			u++
 		}
 		hi := min(n, lo+u*align)
-		t := task{fn, lo, hi}
+		t := task{fn: fn, lo: lo, hi: hi}
 		if w == 0 {
 			first = t
 		} else {
-			p.wg.Add(1)
-			p.tasks[w] <- t
+			p.workers[w].post(t)
 		}
 		lo = hi
 	}
 	first.fn(0, first.lo, first.hi)
-	p.wg.Wait()
+	for i := 1; p.pending.Load() != 0; i++ {
+		if i%64 == 0 {
+			runtime.Gosched()
+		}
+	}
 }
 
 // Close stops the workers. The pool must not be used afterwards.
 func (p *Pool) Close() {
-	for _, ch := range p.tasks[1:] {
-		close(ch)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
 	}
-	p.tasks = p.tasks[:1]
+	p.closed = true
+	for _, wk := range p.workers[1:] {
+		wk.post(task{quit: true})
+	}
+	p.workers = p.workers[:1]
 	p.n = 1
 }

@@ -204,26 +204,6 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 	}
 }
 
-// quantProduct computes out = W·x for n activation rows the way ggml does for block-quantized
-// weights with 8-bit activations, and reports whether it handled w's dtype.
-func quantProduct(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) bool {
-	if quantProductK(p, out, w, x, n, s) { // Q4_K, Q6_K (quant_k.go)
-		return true
-	}
-	k := actKindOf(w.DType)
-	if k != actQ8_0 && k != actQ8_1 {
-		return false
-	}
-	rows, cols := w.Rows, w.Cols
-	a := &s.act
-	a.quantize(x[:n*cols], k == actQ8_1)
-	out = out[:n*rows]
-	p.Run(rows, 4, func(worker, lo, hi int) {
-		quantRows(out, w, a, n, lo, hi)
-	})
-	return true
-}
-
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
 	if simdQuantRows(out, w, a, n, lo, hi) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
 		return

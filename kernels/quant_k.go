@@ -166,28 +166,18 @@ func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int32) float32 {
 	return hsum8(&acc)
 }
 
-// quantProductK is quantProduct for Q4_K and Q6_K weights.
-func quantProductK(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) bool {
-	if w.DType != tensor.Q4_K && w.DType != tensor.Q6_K {
-		return false
-	}
-	rows, cols := w.Rows, w.Cols
-	a := &s.actK
-	a.quantize(x[:n*cols])
-	out = out[:n*rows]
-	nb := cols / 256
-	p.Run(rows, 4, func(worker, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-			for t := range n {
-				d, q, bs := a.d[t*nb:(t+1)*nb], a.q[t*nb*256:(t+1)*nb*256], a.bsums[t*nb*16:(t+1)*nb*16]
-				if w.DType == tensor.Q4_K {
-					out[t*rows+r] = dotQ4_KAct(row, d, q, bs)
-				} else {
-					out[t*rows+r] = dotQ6_KAct(row, d, q, bs)
-				}
+// kQuantRows computes rows [lo,hi) of a Q4_K or Q6_K matrix times n Q8_K activation rows.
+func kQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
+	rows, nb := w.Rows, w.Cols/256
+	for r := lo; r < hi; r++ {
+		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+		for t := range n {
+			d, q, bs := a.d[t*nb:(t+1)*nb], a.q[t*nb*256:(t+1)*nb*256], a.bsums[t*nb*16:(t+1)*nb*16]
+			if w.DType == tensor.Q4_K {
+				out[t*rows+r] = dotQ4_KAct(row, d, q, bs)
+			} else {
+				out[t*rows+r] = dotQ6_KAct(row, d, q, bs)
 			}
 		}
-	})
-	return true
+	}
 }

@@ -59,14 +59,38 @@ func (r *run) linear(l linear, in, out []float32) []float32 {
 	return out
 }
 
+// linearsShared writes each of ls applied to the same input in (Q, K, V; gate, up) into the
+// matching out buffer, with one fused product (the activations converted once, one hand-over
+// to the workers for all of them).
+func (r *run) linearsShared(ls []linear, in []float32, outs ...[]float32) {
+	ps := make([]kernels.Product, len(ls))
+	for i, l := range ls {
+		ps[i] = kernels.Product{W: &ls[i].w, Out: outs[i][:r.n*l.w.Rows]}
+	}
+	kernels.MatMulMany(r.m.pool, ps, in, r.n, r.m.scratch)
+	for i, l := range ls {
+		if l.b != nil {
+			for t := range r.n {
+				kernels.Add(outs[i][t*l.w.Rows:(t+1)*l.w.Rows], l.b)
+			}
+		}
+	}
+}
+
+// qkv projects the pass's normed tokens to queries, keys and values.
+func (a *attention) qkv(r *run, in []float32) (q, k, v []float32) {
+	n := r.n
+	q, k, v = r.q[:n*a.q.w.Rows], r.k[:n*a.k.w.Rows], r.v[:n*a.v.w.Rows]
+	r.linearsShared([]linear{a.q, a.k, a.v}, in, q, k, v)
+	return q, k, v
+}
+
 // forward runs attention for the pass's tokens: project, position, append k and v to this
 // sequence's cache, attend over the cache, project back.
 func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 	c := r.m.cfg
 	hd := c.HeadDim
-	q := r.linear(a.q, in, r.q)
-	k := r.linear(a.k, in, r.k)
-	v := r.linear(a.v, in, r.v)
+	q, k, v := a.qkv(r, in)
 	half := hd / 2
 	for t := range r.n {
 		cos, sin := r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half]
@@ -126,8 +150,8 @@ func (r *run) position(x []float32, n norm, cos, sin []float32) {
 
 // forward runs the SwiGLU block for the pass's tokens.
 func (m *mlp) forward(r *run, in []float32) []float32 {
-	g := r.linear(m.gate, in, r.gate)
-	u := r.linear(m.up, in, r.up)
+	g, u := r.gate[:r.n*m.gate.w.Rows], r.up[:r.n*m.up.w.Rows]
+	r.linearsShared([]linear{m.gate, m.up}, in, g, u)
 	kernels.SiLUMul(g, u)
 	return r.linear(m.down, g, r.mlpOut)
 }

@@ -223,9 +223,7 @@ func (c *PagedCache) slot(blocks []int, pos int) int {
 func (c *PagedCache) attention(a *attention, layer int, in []float32) []float32 {
 	r, cfg := &c.run, c.m.cfg
 	hd := cfg.HeadDim
-	q := r.linear(a.q, in, r.q)
-	k := r.linear(a.k, in, r.k)
-	v := r.linear(a.v, in, r.v)
+	q, k, v := a.qkv(r, in)
 	half := hd / 2
 	kvDim := cfg.NumKVHeads * hd
 	kc, vc := c.k[layer], c.v[layer]
