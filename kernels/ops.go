@@ -24,12 +24,35 @@ func Softmax(x []float32) {
 	}
 }
 
-// SiLUMul computes gate[i] = silu(gate[i])·up[i], the SwiGLU activation, in place.
+// SiLUMul computes gate[i] = silu(gate[i])·up[i], the SwiGLU activation, in place, as
+// ggml's vectorized swiglu does: silu(x) = x/(1+e^−x) with e^−x from ggml_v_expf (below).
 func SiLUMul(gate, up []float32) {
 	up = up[:len(gate)]
 	for i, g := range gate {
-		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+		gate[i] = g / (1 + expGGML(-g)) * up[i]
 	}
+}
+
+// expGGML is ggml_v_expf, the exp approximation of ggml's SIMD code (within ~1.5 ulp of
+// exp): x = n·ln2 + b with n integral, e^b by a degree-5 polynomial in fused multiply-adds,
+// scaled by 2ⁿ. Matching it, not exp, is what keeps SwiGLU outputs bit-identical to ggml.
+func expGGML(x float32) float32 {
+	const shift = 0x1.8p23
+	z := fma32(x, 0x1.715476p+0, shift)
+	n := z - shift
+	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
+	u := b * b
+	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u, fma32(0x1.ffffecp-1, b, 1))
+	if n >= -126 && n <= 126 {
+		return j * math.Float32frombits(uint32(int32(n)+127)<<23)
+	}
+	if n > 192 {
+		return float32(math.Inf(1))
+	}
+	if n < -192 {
+		return 0
+	}
+	return float32(math.Ldexp(float64(j), int(n)))
 }
 
 // AddScaled does y += a·x.
@@ -78,9 +101,7 @@ func RopeHalf(x, cos, sin []float32) {
 	a, b := x[:h:h], x[h:2*h:2*h]
 	cos, sin = cos[:h], sin[:h]
 	for i := range a {
-		x0, x1 := a[i], b[i]
-		a[i] = x0*cos[i] - x1*sin[i]
-		b[i] = x0*sin[i] + x1*cos[i]
+		a[i], b[i] = rotate(a[i], b[i], cos[i], sin[i])
 	}
 }
 
@@ -92,8 +113,62 @@ func RopeInterleaved(x, cos, sin []float32) {
 	cos, sin = cos[:h], sin[:h]
 	x = x[:2*h]
 	for i := range h {
-		x0, x1 := x[2*i], x[2*i+1]
-		x[2*i] = x0*cos[i] - x1*sin[i]
-		x[2*i+1] = x0*sin[i] + x1*cos[i]
+		x[2*i], x[2*i+1] = rotate(x[2*i], x[2*i+1], cos[i], sin[i])
+	}
+}
+
+// rotate turns the pair (x0, x1) by the angle with cosine c and sine s, with the rounding
+// of ggml's rope as GCC compiles it (contracting x0·c − x1·s into one fused multiply-add
+// of the first product).
+func rotate(x0, x1, c, s float32) (float32, float32) {
+	return fma32(x0, c, -(x1 * s)), fma32(x0, s, x1*c)
+}
+
+// RMSNormGGML is RMSNorm computed as ggml computes it, bit for bit: each square rounded to
+// float32 and summed in float64, the mean and eps added in float32, scale = 1/sqrtf(·),
+// out = (x·scale)·w. On models whose activations are quantized to 8 bits before every
+// product, a one-ulp difference here moves logits by hundredths (see model's parity test).
+func RMSNormGGML(out, x, w []float32, eps float64) {
+	w = w[:len(x)]
+	out = out[:len(x)]
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+float32(eps))))
+	for i, v := range x {
+		out[i] = v * scale * w[i]
+	}
+}
+
+// Rope computes rotary angles as ggml's rope does: the angle of pair i at position p is
+// FreqScale·(θ_i/Factors[i]) with θ_0 = p and θ_{i+1} = θ_i·ThetaScale in float32, and
+// cos/sin as glibc's cosf/sinf round them (trig32.go). At large positions float32 angles lose phase (HF transformers
+// computes them in float32 as well); matching ggml's rounding is what parity needs.
+type Rope struct {
+	ThetaScale float32   // base^(−2/dim)
+	FreqScale  float32   // 1/linear scaling factor; 1 without scaling
+	Factors    []float32 // per-pair frequency divisors (llama3 scaling), or nil
+}
+
+// NewRope is the rotation of head dimension dim with base frequency base.
+func NewRope(dim int, base, freqScale float64, factors []float32) Rope {
+	ts := float32(math.Pow(float64(float32(base)), float64(float32(-2)/float32(dim))))
+	return Rope{ThetaScale: ts, FreqScale: float32(freqScale), Factors: factors}
+}
+
+// Angles fills cos[i], sin[i] for position pos.
+func (r *Rope) Angles(cos, sin []float32, pos int) {
+	sin = sin[:len(cos)]
+	theta := float32(pos)
+	for i := range cos {
+		t := theta
+		if r.Factors != nil {
+			t /= r.Factors[i]
+		}
+		t *= r.FreqScale
+		cos[i], sin[i] = cosf32(t), sinf32(t)
+		theta *= r.ThetaScale
 	}
 }

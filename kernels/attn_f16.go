@@ -1,0 +1,200 @@
+package kernels
+
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// Attention over a half-precision KV cache, computed the way llama.cpp's CPU backend does
+// by default (F16 K and V cache, flash attention on):
+//
+//   - the query row is rounded to f16 once, so each score is a dot product of two f16
+//     vectors (every product exact in float32) summed in float32 lanes, in the lane order
+//     of ggml_vec_dot_f16 (see DotF16);
+//   - scores go through an online softmax (running maximum M, running sum S, expf in float32);
+//   - the weighted sum of V rows is accumulated in half precision: after every position the
+//     accumulator is rounded back to f16 (ggml_vec_mad_f16, ggml_vec_scale_f16);
+//   - the result is the accumulator times 1/S.
+//
+// Rounding q and the accumulator to f16 is what llama.cpp's default does; on a model with
+// large outlier activations (SmolLM2) the difference from float32 attention reaches tenths
+// of a logit after the 8-bit activation quantization of the following projections, so
+// parity with llama.cpp needs the same arithmetic, not merely the same precision.
+
+// dotLanes16 is true where llama.cpp's CPU backend runs its AVX-512 build (16 float32 lanes
+// per vector, four accumulators); else it uses the AVX2 one (8 lanes, four accumulators).
+// The lane count decides the order of the float32 additions in DotF16.
+var dotLanes16 = cpu.X86.HasAVX512F
+
+// F16Encode rounds src to half precision into dst (round to nearest even, like ggml).
+func F16Encode(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = tensor.F32ToF16(v)
+	}
+}
+
+// F16Decode widens half-precision values to float32 (exact).
+func F16Decode(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = f16Table[h]
+	}
+}
+
+// RoundF16 rounds each value of x to the nearest half-precision value, keeping it as a
+// float32 (values beyond the f16 range stay finite here, where a conversion gives ±Inf).
+func RoundF16(x []float32) {
+	if simdRoundF16(x) {
+		return
+	}
+	for i, v := range x {
+		x[i] = roundF16(v)
+	}
+}
+
+// roundF16 is one value of RoundF16, in float32 bit arithmetic (the same steps as the
+// vector code): below 2⁻¹⁴ half precision has a fixed quantum of 2⁻²⁴, which adding and
+// removing 0.5 rounds to; above, the mantissa is cut to 10 bits, rounding half to even.
+func roundF16(v float32) float32 {
+	u := math.Float32bits(v)
+	sign := u & 0x80000000
+	a := u &^ sign
+	if a < 0x38800000 {
+		f := math.Float32frombits(a)
+		f = (f + 0.5) - 0.5
+		return math.Float32frombits(math.Float32bits(f) | sign)
+	}
+	a = (a + 0xfff + (a>>13)&1) &^ 0x1fff
+	return math.Float32frombits(a | sign)
+}
+
+// DotF16 is ggml_vec_dot_f16 of an f16 key row and a query already rounded to f16 (q holds
+// f16 values as float32): the products are exact, and they are summed in the order of
+// ggml's SIMD loop (four accumulators of 16 or 8 lanes, then its reduction tree), with any
+// tail beyond a multiple of 64 (32) added in float64.
+func DotF16(q []float32, k []uint16) float32 {
+	k = k[:len(q)]
+	if v, ok := simdDotF16(q, k); ok {
+		return v
+	}
+	return dotF16Lanes(q, k, dotLanes16)
+}
+
+func dotF16Lanes(q []float32, k []uint16, lanes16 bool) float32 {
+	epr := 8
+	if lanes16 {
+		epr = 16
+	}
+	step := 4 * epr
+	n := len(q)
+	np := n &^ (step - 1)
+	var acc [4][16]float32
+	for i := 0; i < np; i += step {
+		for j := range 4 {
+			for l := range epr {
+				p := i + j*epr + l
+				acc[j][l] = fma32(f16Table[k[p]], q[p], acc[j][l])
+			}
+		}
+	}
+	for l := range epr {
+		acc[0][l] += acc[2][l]
+		acc[1][l] += acc[3][l]
+	}
+	for l := range epr {
+		acc[0][l] += acc[1][l]
+	}
+	a := &acc[0]
+	var r float32
+	if lanes16 {
+		// _mm512_reduce_add_ps: halves of 8, of 4, then pairs.
+		var t3 [8]float32
+		for l := range 8 {
+			t3[l] = a[8+l] + a[l]
+		}
+		t6 := [4]float32{t3[4] + t3[0], t3[5] + t3[1], t3[6] + t3[2], t3[7] + t3[3]}
+		r = (t6[0] + t6[2]) + (t6[1] + t6[3])
+	} else {
+		// 128-bit halves, then two horizontal adds.
+		t0 := [4]float32{a[0] + a[4], a[1] + a[5], a[2] + a[6], a[3] + a[7]}
+		r = (t0[0] + t0[1]) + (t0[2] + t0[3])
+	}
+	s := float64(r)
+	for i := np; i < n; i++ {
+		s += float64(f16Table[k[i]] * q[i])
+	}
+	return float32(s)
+}
+
+// FlashF16 is one query row's attention state over an f16 value cache: the online softmax
+// of ggml's flash attention with its half-precision accumulator. Use Reset, then Add for
+// every attended position in order, then Finish.
+type FlashF16 struct {
+	acc  []float32 // Σ exp(s−M)·v, every element an f16 value held as float32
+	m, s float32   // running maximum score, running Σ exp(s−M)
+}
+
+// Reset starts a new row with value vectors of dv elements.
+func (f *FlashF16) Reset(dv int) {
+	if cap(f.acc) < dv {
+		f.acc = make([]float32, dv)
+	}
+	f.acc = f.acc[:dv]
+	clear(f.acc)
+	f.m, f.s = float32(math.Inf(-1)), 0
+}
+
+// Add takes one position: its scaled score s and its f16 value row v.
+func (f *FlashF16) Add(s float32, v []uint16) {
+	ms, vs := float32(1), float32(1)
+	if s > f.m {
+		ms = expf(f.m - s)
+		f.m = s
+		ScaleRoundF16(f.acc, ms)
+	} else {
+		vs = expf(s - f.m)
+	}
+	MadRoundF16(f.acc, vs, v)
+	f.s = float32(f.s*ms) + vs // not fused: ggml rounds the product (the conversion forbids fusion)
+}
+
+// Finish writes the attention output: the accumulator divided by the softmax sum.
+func (f *FlashF16) Finish(out []float32) {
+	inv := float32(0)
+	if f.s != 0 {
+		inv = 1 / f.s
+	}
+	out = out[:len(f.acc)]
+	for i, a := range f.acc {
+		out[i] = a * inv
+	}
+}
+
+// expf is the C library's expf, which ggml's flash attention calls (expf32.go).
+func expf(x float32) float32 { return expf32(x) }
+
+// MadRoundF16 does y = f16(y + a·x) with a fused multiply-add, x f16 and y holding f16
+// values: ggml_vec_mad_f16.
+func MadRoundF16(y []float32, a float32, x []uint16) {
+	x = x[:len(y)]
+	if simdMadRoundF16(y, a, x) {
+		return
+	}
+	for i, h := range x {
+		y[i] = roundF16(fma32(f16Table[h], a, y[i]))
+	}
+}
+
+// ScaleRoundF16 does y = f16(y·a): ggml_vec_scale_f16.
+func ScaleRoundF16(y []float32, a float32) {
+	if simdScaleRoundF16(y, a) {
+		return
+	}
+	for i, v := range y {
+		y[i] = roundF16(v * a)
+	}
+}

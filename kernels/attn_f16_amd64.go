@@ -1,0 +1,170 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+import (
+	"simd/archsimd"
+	"unsafe"
+)
+
+// AVX2 versions of the f16 KV cache kernels (attn_f16.go); each gives the same bits as the
+// scalar code.
+
+func simdDotF16(q []float32, k []uint16) (float32, bool) {
+	if !useSIMD || len(q) < 64 {
+		return 0, false
+	}
+	if dotLanes16 {
+		return dotF16x16(q, k), true
+	}
+	return dotF16x8(q, k), true
+}
+
+// dotF16x16 emulates ggml's 16-lane loop with pairs of 8-lane vectors (lo, hi): lane-wise
+// additions give the same bits at any vector width, only the final reduction tree matters.
+func dotF16x16(q []float32, k []uint16) float32 {
+	n := len(q)
+	np := n &^ 63
+	pq, pk := unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(k))
+	c := newF16Consts()
+	var a0, b0, a1, b1, a2, b2, a3, b3 archsimd.Float32x8
+	for i := 0; i < np; i += 64 {
+		a0 = widenF16(ldU16(pk, i), &c).MulAdd(ldF32(pq, i), a0)
+		b0 = widenF16(ldU16(pk, i+8), &c).MulAdd(ldF32(pq, i+8), b0)
+		a1 = widenF16(ldU16(pk, i+16), &c).MulAdd(ldF32(pq, i+16), a1)
+		b1 = widenF16(ldU16(pk, i+24), &c).MulAdd(ldF32(pq, i+24), b1)
+		a2 = widenF16(ldU16(pk, i+32), &c).MulAdd(ldF32(pq, i+32), a2)
+		b2 = widenF16(ldU16(pk, i+40), &c).MulAdd(ldF32(pq, i+40), b2)
+		a3 = widenF16(ldU16(pk, i+48), &c).MulAdd(ldF32(pq, i+48), a3)
+		b3 = widenF16(ldU16(pk, i+56), &c).MulAdd(ldF32(pq, i+56), b3)
+	}
+	a0, b0 = a0.Add(a2), b0.Add(b2)
+	a1, b1 = a1.Add(a3), b1.Add(b3)
+	a0, b0 = a0.Add(a1), b0.Add(b1)
+	var t3 [8]float32
+	b0.Add(a0).Store(&t3)
+	archsimd.ClearAVXUpperBits()
+	r := ((t3[4] + t3[0]) + (t3[6] + t3[2])) + ((t3[5] + t3[1]) + (t3[7] + t3[3]))
+	if np == n {
+		return r
+	}
+	s := float64(r)
+	for i := np; i < n; i++ {
+		s += float64(f16Table[k[i]] * q[i])
+	}
+	return float32(s)
+}
+
+// dotF16x8 is ggml's 8-lane (AVX2) loop: four accumulators over 32 elements per step.
+func dotF16x8(q []float32, k []uint16) float32 {
+	n := len(q)
+	np := n &^ 31
+	pq, pk := unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(k))
+	c := newF16Consts()
+	var a0, a1, a2, a3 archsimd.Float32x8
+	for i := 0; i < np; i += 32 {
+		a0 = widenF16(ldU16(pk, i), &c).MulAdd(ldF32(pq, i), a0)
+		a1 = widenF16(ldU16(pk, i+8), &c).MulAdd(ldF32(pq, i+8), a1)
+		a2 = widenF16(ldU16(pk, i+16), &c).MulAdd(ldF32(pq, i+16), a2)
+		a3 = widenF16(ldU16(pk, i+24), &c).MulAdd(ldF32(pq, i+24), a3)
+	}
+	var a [8]float32
+	a0.Add(a2).Add(a1.Add(a3)).Store(&a)
+	archsimd.ClearAVXUpperBits()
+	r := ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]))
+	if np == n {
+		return r
+	}
+	s := float64(r)
+	for i := np; i < n; i++ {
+		s += float64(f16Table[k[i]] * q[i])
+	}
+	return float32(s)
+}
+
+// roundF16Consts are roundF16x8's constants, built once per call outside the loops.
+type roundF16Consts struct {
+	sign, small, bias, one, keep archsimd.Uint32x8
+	half                         archsimd.Float32x8
+}
+
+func newRoundF16Consts() roundF16Consts {
+	return roundF16Consts{
+		sign:  archsimd.BroadcastUint32x8(0x80000000),
+		small: archsimd.BroadcastUint32x8(0x38800000),
+		bias:  archsimd.BroadcastUint32x8(0xfff),
+		one:   archsimd.BroadcastUint32x8(1),
+		keep:  archsimd.BroadcastUint32x8(0x1fff),
+		half:  archsimd.BroadcastFloat32x8(0.5),
+	}
+}
+
+// roundF16x8 is roundF16 on eight lanes.
+func roundF16x8(x archsimd.Float32x8, c *roundF16Consts) archsimd.Float32x8 {
+	u := x.AsUint32x8()
+	sign := u.And(c.sign)
+	a := u.AndNot(c.sign)
+	norm := a.Add(c.bias).Add(a.ShiftAllRight(13).And(c.one)).AndNot(c.keep)
+	sub := a.AsFloat32x8().Add(c.half).Sub(c.half).AsUint32x8()
+	isSmall := a.AsInt32x8().Less(c.small.AsInt32x8())
+	return sub.Merge(norm, isSmall).Or(sign).AsFloat32x8()
+}
+
+func simdRoundF16(x []float32) bool {
+	if !useSIMD || len(x) < 8 {
+		return false
+	}
+	n := len(x)
+	p := unsafe.Pointer(unsafe.SliceData(x))
+	c := newRoundF16Consts()
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		roundF16x8(ldF32(p, i), &c).Store((*[8]float32)(unsafe.Add(p, 4*i)))
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		x[i] = roundF16(x[i])
+	}
+	return true
+}
+
+func simdMadRoundF16(y []float32, a float32, x []uint16) bool {
+	if !useSIMD || len(y) < 8 {
+		return false
+	}
+	n := len(y)
+	py, px := unsafe.Pointer(unsafe.SliceData(y)), unsafe.Pointer(unsafe.SliceData(x))
+	c := newRoundF16Consts()
+	h := newF16Consts()
+	av := archsimd.BroadcastFloat32x8(a)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		p := (*[8]float32)(unsafe.Add(py, 4*i))
+		roundF16x8(widenF16(ldU16(px, i), &h).MulAdd(av, archsimd.LoadFloat32x8(p)), &c).Store(p)
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		y[i] = roundF16(fma32(f16Table[x[i]], a, y[i]))
+	}
+	return true
+}
+
+func simdScaleRoundF16(y []float32, a float32) bool {
+	if !useSIMD || len(y) < 8 {
+		return false
+	}
+	n := len(y)
+	py := unsafe.Pointer(unsafe.SliceData(y))
+	c := newRoundF16Consts()
+	av := archsimd.BroadcastFloat32x8(a)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		p := (*[8]float32)(unsafe.Add(py, 4*i))
+		roundF16x8(archsimd.LoadFloat32x8(p).Mul(av), &c).Store(p)
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		y[i] = roundF16(y[i] * a)
+	}
+	return true
+}

@@ -1,0 +1,11 @@
+//go:build !(goexperiment.simd && amd64)
+
+package kernels
+
+func simdDotF16(q []float32, k []uint16) (float32, bool) { return 0, false }
+
+func simdRoundF16(x []float32) bool { return false }
+
+func simdMadRoundF16(y []float32, a float32, x []uint16) bool { return false }
+
+func simdScaleRoundF16(y []float32, a float32) bool { return false }

@@ -1,0 +1,216 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// randomF32 returns values spread over many binades, including ones below half precision's
+// normal range (2⁻¹⁴) and a few exact halfway cases of f16 rounding.
+func randomF32(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch i % 4 {
+		case 0:
+			x[i] = float32(r.NormFloat64())
+		case 1:
+			x[i] = float32(r.NormFloat64() * math.Ldexp(1, -14-r.IntN(12)))
+		case 2:
+			x[i] = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(14)))
+		default: // an f16 value plus half its ulp: a tie
+			h := tensor.F16ToF32(tensor.F32ToF16(float32(r.NormFloat64())))
+			x[i] = math.Float32frombits(math.Float32bits(h) | 1<<12)
+		}
+	}
+	return x
+}
+
+// TestRoundF16: RoundF16 (vector and scalar code) gives exactly the f16 value that
+// tensor.F32ToF16 rounds to.
+func TestRoundF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := randomF32(r, 4099)
+	got := append([]float32(nil), x...)
+	RoundF16(got)
+	for i, v := range x {
+		want := tensor.F16ToF32(tensor.F32ToF16(v))
+		if math.Float32bits(got[i]) != math.Float32bits(want) || math.Float32bits(roundF16(v)) != math.Float32bits(want) {
+			t.Fatalf("%g (%#x): RoundF16 %g, roundF16 %g, want %g", v, math.Float32bits(v), got[i], roundF16(v), want)
+		}
+	}
+}
+
+// TestDotF16: the vector code sums in exactly ggml's order (the scalar emulation), for
+// head sizes with and without a tail, and both lane orders stay within float32 rounding of
+// the exact dot product.
+func TestDotF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{64, 128, 80, 96, 256, 70, 5} {
+		q := randomF32(r, n)
+		RoundF16(q)
+		k := make([]uint16, n)
+		F16Encode(k, randomF32(r, n))
+		var exact, abs float64
+		for i := range q {
+			p := float64(q[i]) * float64(tensor.F16ToF32(k[i]))
+			exact += p
+			abs += math.Abs(p)
+		}
+		got := DotF16(q, k)
+		if want := dotF16Lanes(q, k, dotLanes16); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("n=%d: DotF16 %v, ggml order %v", n, got, want)
+		}
+		for _, lanes16 := range []bool{false, true} {
+			if d := math.Abs(float64(dotF16Lanes(q, k, lanes16)) - exact); d > 1e-6*abs {
+				t.Fatalf("n=%d lanes16=%v: %v, exact %v", n, lanes16, dotF16Lanes(q, k, lanes16), exact)
+			}
+		}
+	}
+}
+
+// TestMadScaleRoundF16: vector and scalar code agree bit for bit, and the result is the f16
+// rounding of the fused float32 operation.
+func TestMadScaleRoundF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{64, 19} {
+		y := randomF32(r, n)
+		RoundF16(y)
+		x := make([]uint16, n)
+		F16Encode(x, randomF32(r, n))
+		a := float32(r.Float64())
+		got := append([]float32(nil), y...)
+		MadRoundF16(got, a, x)
+		for i := range y {
+			want := tensor.F16ToF32(tensor.F32ToF16(fma32(tensor.F16ToF32(x[i]), a, y[i])))
+			if math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d mad %d: %v, want %v", n, i, got[i], want)
+			}
+		}
+		ScaleRoundF16(got, a)
+		for i := range got {
+			want := tensor.F16ToF32(tensor.F32ToF16(roundF16(fma32(tensor.F16ToF32(x[i]), a, y[i])) * a))
+			if math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d scale %d: %v, want %v", n, i, got[i], want)
+			}
+		}
+	}
+}
+
+// TestFlashF16: the online softmax with its f16 accumulator stays within half-precision
+// error of exact attention over the same (f16) keys and values: each weight·value product
+// is rounded to 2⁻¹¹ relative at most once per position, so 40 positions stay within
+// 2⁻⁸ of the largest |v| (measured: ~2⁻¹²).
+func TestFlashF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const hd, n = 64, 40
+	q := randomF32(r, hd)
+	for i := range q {
+		q[i] = float32(r.NormFloat64())
+	}
+	kf, vf := make([]float32, n*hd), make([]float32, n*hd)
+	for i := range kf {
+		kf[i], vf[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+	}
+	k, v := make([]uint16, n*hd), make([]uint16, n*hd)
+	F16Encode(k, kf)
+	F16Encode(v, vf)
+	q16 := append([]float32(nil), q...)
+	RoundF16(q16)
+	scale := float32(0.125)
+	var f FlashF16
+	f.Reset(hd)
+	s := make([]float64, n)
+	mx := math.Inf(-1)
+	for p := range n {
+		sc := DotF16(q16, k[p*hd:(p+1)*hd]) * scale
+		f.Add(sc, v[p*hd:(p+1)*hd])
+		s[p] = float64(sc)
+		mx = max(mx, s[p])
+	}
+	got := make([]float32, hd)
+	f.Finish(got)
+	var sum float64
+	for p := range s {
+		s[p] = math.Exp(s[p] - mx)
+		sum += s[p]
+	}
+	for d := range hd {
+		var want, vmax float64
+		for p := range n {
+			vv := float64(tensor.F16ToF32(v[p*hd+d]))
+			want += s[p] / sum * vv
+			vmax = max(vmax, math.Abs(vv))
+		}
+		if math.Abs(float64(got[d])-want) > 0x1p-8*vmax {
+			t.Fatalf("dim %d: %v, exact %v", d, got[d], want)
+		}
+	}
+}
+
+// TestLibmFloat32: the ports of glibc's sinf, cosf and expf give glibc's bits (glibc 2.36,
+// x86-64 with FMA) on inputs where they differ from the correctly rounded result, and stay
+// within 1 ulp of the exact function elsewhere.
+func TestLibmFloat32(t *testing.T) {
+	cases := []struct {
+		name string
+		f    func(float32) float32
+		in   [][2]uint32 // input bits, glibc's output bits
+	}{
+		{"sinf", sinf32, [][2]uint32{{0x40b19880, 0xbf2b59d8}, {0x42787f0e, 0xbf266ff4}, {0xc282d7ae, 0xbf064975},
+			{0x4181b165, 0xbef71b48}, {0x459ebd4e, 0x3e9380f1}, {0xc5da99e6, 0xbf62ebe0}, {0x441ae723, 0xbf285ee3}}},
+		{"cosf", cosf32, [][2]uint32{{0xc09d31a2, 0x3e4b5b59}, {0x421f7915, 0xbf10325a}, {0xc0912505, 0xbe33eb88},
+			{0xc2cca6f6, 0xbe63cbe2}, {0x456f4503, 0xbe8ec3df}, {0xc5a9b4df, 0xbeb73aa3}, {0xc60c1d7a, 0x3e9ac51f}}},
+		{"expf", expf32, [][2]uint32{{0xc12bf3ef, 0x37b46d89}, {0xc1c9ad1f, 0x2d462256}, {0xc1e76887, 0x2a9a3026},
+			{0xc1df7b01, 0x2b4fae63}, {0xc199681b, 0x31a1784a}, {0xc1a24fcc, 0x30d430a8}}},
+	}
+	for _, c := range cases {
+		for _, io := range c.in {
+			x := math.Float32frombits(io[0])
+			if got := c.f(x); math.Float32bits(got) != io[1] {
+				t.Errorf("%s(%v): %v (%#x), glibc %v (%#x)", c.name, x, got, math.Float32bits(got), math.Float32frombits(io[1]), io[1])
+			}
+		}
+	}
+	exact := map[string]func(float64) float64{"sinf": math.Sin, "cosf": math.Cos, "expf": math.Exp}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range cases {
+		for range 20000 {
+			x := float32((r.Float64() - 0.5) * 20000)
+			if c.name == "expf" {
+				x = float32((r.Float64() - 0.8) * 120)
+			}
+			got, want := float64(c.f(x)), exact[c.name](float64(x))
+			ulp := math.Abs(float64(math.Nextafter32(float32(want), float32(math.Inf(1)))) - float64(float32(want)))
+			if math.Abs(got-want) > ulp {
+				t.Fatalf("%s(%v) = %v, exact %v", c.name, x, got, want)
+			}
+		}
+	}
+}
+
+// TestExpGGML: ggml's SIMD exp stays within about 2 ulp of exp (ggml documents 1.45 ulp
+// plus the final rounding; measured up to 2.05 near e⁵⁰), over the range SiLU feeds it.
+// Its exact bits are checked end to end by model's llama.cpp parity test.
+func TestExpGGML(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 100000 {
+		x := float32((r.Float64() - 0.5) * 160)
+		got, want := float64(expGGML(x)), math.Exp(float64(x))
+		if want > math.MaxFloat32 {
+			if !math.IsInf(got, 1) {
+				t.Fatalf("exp(%v) = %v, want +Inf", x, got)
+			}
+			continue
+		}
+		ulp := math.Abs(float64(math.Nextafter32(float32(want), float32(math.Inf(1)))) - float64(float32(want)))
+		if want < 0x1p-126 {
+			ulp = 0x1p-149
+		}
+		if math.Abs(got-want) > 2.5*ulp {
+			t.Fatalf("exp(%v) = %v, exact %v", x, got, want)
+		}
+	}
+}
