@@ -37,7 +37,7 @@ func (r *run) norm(n norm, in []float32) []float32 {
 	d := len(n.w)
 	out := r.h[:len(in)]
 	for t := range len(in) / d {
-		kernels.RMSNorm(out[t*d:(t+1)*d], in[t*d:(t+1)*d], n.w, n.eps)
+		kernels.RMSNormGGML(out[t*d:(t+1)*d], in[t*d:(t+1)*d], n.w, n.eps)
 	}
 	return out
 }
@@ -102,21 +102,33 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		}
 	}
 	kvDim := c.NumKVHeads * hd
+	ctx := r.ctx[:r.n*c.NumHeads*hd]
+	group := c.NumHeads / c.NumKVHeads
+	if r.m.kvF16 {
+		kc, vc := r.s.k16[layer], r.s.v16[layer]
+		kernels.F16Encode(kc[r.pos0*kvDim:(r.pos0+r.n)*kvDim], k[:r.n*kvDim])
+		kernels.F16Encode(vc[r.pos0*kvDim:(r.pos0+r.n)*kvDim], v[:r.n*kvDim])
+		scale := ggmlScale(hd)
+		r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				t, h := i/c.NumHeads, i%c.NumHeads
+				pos := r.pos0 + t
+				attendF16(&r.flash[worker], r.q16[worker], ctx[i*hd:(i+1)*hd], q[i*hd:(i+1)*hd], kc, vc,
+					kvRows{}, firstPos(c, pos), pos, (h/group)*hd, kvDim, scale)
+			}
+		})
+		return r.linear(a.o, ctx, r.attnOut)
+	}
 	kc, vc := r.s.k[layer], r.s.v[layer]
 	copy(kc[r.pos0*kvDim:], k[:r.n*kvDim])
 	copy(vc[r.pos0*kvDim:], v[:r.n*kvDim])
 
-	ctx := r.ctx[:r.n*c.NumHeads*hd]
-	group := c.NumHeads / c.NumKVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			t, h := i/c.NumHeads, i%c.NumHeads
 			pos := r.pos0 + t
-			first := 0
-			if w := c.SlidingWindow; w > 0 && pos-w+1 > first {
-				first = pos - w + 1
-			}
+			first := firstPos(c, pos)
 			qh := q[i*hd : (i+1)*hd]
 			g := h / group
 			scores := r.scores[worker][:pos+1-first]
@@ -139,7 +151,7 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 // position applies the optional per-head norm, then RoPE, to one head vector in place.
 func (r *run) position(x []float32, n norm, cos, sin []float32) {
 	if n.w != nil {
-		kernels.RMSNorm(x, x, n.w, n.eps)
+		kernels.RMSNormGGML(x, x, n.w, n.eps)
 	}
 	if r.m.ropeInterleaved {
 		kernels.RopeInterleaved(x, cos, sin)
@@ -159,3 +171,43 @@ func (m *mlp) forward(r *run, in []float32) []float32 {
 func (a *attention) linears() []linear { return []linear{a.q, a.k, a.v, a.o} }
 
 func (m *mlp) linears() []linear { return []linear{m.gate, m.up, m.down} }
+
+// firstPos is the first position a token at pos attends to (a sliding window, or 0).
+func firstPos(c *Config, pos int) int {
+	if w := c.SlidingWindow; w > 0 && pos-w+1 > 0 {
+		return pos - w + 1
+	}
+	return 0
+}
+
+// ggmlScale is llama.cpp's attention scale 1.0f/sqrtf(head_dim), in float32 throughout.
+func ggmlScale(hd int) float32 { return 1 / float32(math.Sqrt(float64(hd))) }
+
+// kvRows maps a position to its row of a cache: the position itself (blocks nil, a
+// Sequence) or its slot through a block table (PagedCache).
+type kvRows struct {
+	blocks []int
+	bs     int
+}
+
+func (k kvRows) row(p int) int {
+	if k.blocks == nil {
+		return p
+	}
+	return k.blocks[p/k.bs]*k.bs + p%k.bs
+}
+
+// attendF16 writes into out the attention of one query head qh over positions
+// first..last of an f16 cache (the head's vectors at offset off of each kvDim-wide row), as
+// llama.cpp's flash attention computes it (kernels.FlashF16); q16 is scratch of len(qh).
+func attendF16(fl *kernels.FlashF16, q16, out, qh []float32, kc, vc []uint16, rows kvRows, first, last, off, kvDim int, scale float32) {
+	hd := len(qh)
+	copy(q16, qh)
+	kernels.RoundF16(q16)
+	fl.Reset(hd)
+	for p := first; p <= last; p++ {
+		s := rows.row(p)*kvDim + off
+		fl.Add(kernels.DotF16(q16, kc[s:s+hd])*scale, vc[s:s+hd])
+	}
+	fl.Finish(out)
+}

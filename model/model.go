@@ -23,11 +23,27 @@ import (
 
 	"github.com/tokenwise/tokenwise/formats/safetensors"
 	"github.com/tokenwise/tokenwise/kernels"
+	"github.com/tokenwise/tokenwise/tensor"
 )
 
 // Options tune how a model runs.
 type Options struct {
 	Threads int // worker threads for the kernels; <= 0 means one per CPU
+	// KVCache is the dtype of cached keys and values: tensor.F32 (the zero value, the
+	// default) or tensor.F16, which halves the cache and computes attention the way
+	// llama.cpp does with its default f16 cache (kernels.FlashF16).
+	KVCache tensor.DType
+}
+
+// ParseKVDType reads a --kv-cache-dtype value: "f32" or "f16".
+func ParseKVDType(s string) (tensor.DType, error) {
+	switch strings.ToLower(s) {
+	case "f32", "":
+		return tensor.F32, nil
+	case "f16":
+		return tensor.F16, nil
+	}
+	return 0, fmt.Errorf("kv cache dtype %q: want f32 or f16", s)
 }
 
 // Model is a loaded model. Its weights alias the memory-mapped file. Forward passes of
@@ -39,8 +55,9 @@ type Model struct {
 	head   kernels.Mat // the embedding matrix when embeddings are tied
 	layers []layer
 
-	ropeFreqs       []float64
+	rope            kernels.Rope
 	ropeInterleaved bool // GGUF llama: Q/K rows were permuted by the converter
+	kvF16           bool // keys and values cached in half precision (Options.KVCache)
 
 	chunk   int // most tokens per batched pass (prefillChunk)
 	pool    *kernels.Pool
@@ -112,14 +129,47 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	if b.err != nil {
 		return nil, b.err
 	}
+	switch opts.KVCache {
+	case tensor.F32:
+	case tensor.F16:
+		m.kvF16 = true
+	default:
+		return nil, fmt.Errorf("kv cache dtype %v: want f32 or f16", opts.KVCache)
+	}
 	var err error
-	if m.ropeFreqs, err = ropeFreqs(cfg); err != nil {
+	if m.rope, err = ropeTable(cfg); err != nil {
 		return nil, err
 	}
 	m.chunk = prefillChunk
 	m.pool = kernels.NewPool(opts.Threads)
 	m.scratch = kernels.NewScratch(m.pool.Threads())
 	return m, nil
+}
+
+// ropeTable returns the rotation of cfg in ggml's form (kernels.Rope): no scaling, a linear
+// factor, or per-pair divisors (GGUF rope_freqs; for an HF llama3 config, the divisors its
+// formula gives).
+func ropeTable(cfg *Config) (kernels.Rope, error) {
+	rs := cfg.RopeScaling
+	switch {
+	case rs == nil:
+		return kernels.NewRope(cfg.HeadDim, cfg.RopeTheta, 1, nil), nil
+	case rs.FreqFactors == nil && rs.Type == "linear":
+		return kernels.NewRope(cfg.HeadDim, cfg.RopeTheta, 1/rs.Factor, nil), nil
+	}
+	f, err := ropeFreqs(cfg)
+	if err != nil {
+		return kernels.Rope{}, err
+	}
+	if rs.FreqFactors != nil {
+		return kernels.NewRope(cfg.HeadDim, cfg.RopeTheta, 1, rs.FreqFactors), nil
+	}
+	base := kernels.RopeFreqs(cfg.HeadDim, cfg.RopeTheta)
+	ff := make([]float32, len(f))
+	for i := range f {
+		ff[i] = float32(base[i] / f[i])
+	}
+	return kernels.NewRope(cfg.HeadDim, cfg.RopeTheta, 1, ff), nil
 }
 
 // ropeFreqs returns the rotary inverse frequencies after cfg's scaling.
@@ -163,6 +213,14 @@ func ropeFreqs(cfg *Config) ([]float64, error) {
 		return nil, fmt.Errorf("rope scaling %q: not supported", rs.Type)
 	}
 	return f, nil
+}
+
+// KVBytesPerToken is the cache memory one token takes in this model's KV cache dtype.
+func (m *Model) KVBytesPerToken() int {
+	if m.kvF16 {
+		return KVBytesPerTokenOf(m.cfg, tensor.F16)
+	}
+	return KVBytesPerTokenOf(m.cfg, tensor.F32)
 }
 
 // DecodeBytes is the number of weight bytes one decode step reads: every layer's
@@ -209,12 +267,14 @@ func (m *Model) Close() error {
 }
 
 // Sequence is one conversation's state: the tokens seen so far, as keys and values per
-// layer (float32, grown as tokens arrive up to the sequence's maximum length).
+// layer (float32, or f16 with Options.KVCache; grown as tokens arrive up to the sequence's
+// maximum length).
 type Sequence struct {
-	m      *Model
-	maxLen int
-	n      int
-	k, v   [][]float32
+	m        *Model
+	maxLen   int
+	n        int
+	k, v     [][]float32
+	k16, v16 [][]uint16
 }
 
 // NewSequence makes a sequence that holds up to maxLen tokens (<= 0 or beyond the model's
@@ -223,7 +283,13 @@ func (m *Model) NewSequence(maxLen int) *Sequence {
 	if maxLen <= 0 || maxLen > m.cfg.MaxPositions {
 		maxLen = m.cfg.MaxPositions
 	}
-	return &Sequence{m: m, maxLen: maxLen, k: make([][]float32, m.cfg.NumLayers), v: make([][]float32, m.cfg.NumLayers)}
+	s := &Sequence{m: m, maxLen: maxLen}
+	if m.kvF16 {
+		s.k16, s.v16 = make([][]uint16, m.cfg.NumLayers), make([][]uint16, m.cfg.NumLayers)
+	} else {
+		s.k, s.v = make([][]float32, m.cfg.NumLayers), make([][]float32, m.cfg.NumLayers)
+	}
+	return s
 }
 
 // Len is the number of tokens in the sequence so far.
@@ -239,17 +305,32 @@ func (s *Sequence) Reset() { s.n = 0 }
 // reallocates only a few times, and a short one never holds a full-context cache.
 func (s *Sequence) reserve(n int) {
 	kvDim := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
-	if len(s.k[0]) >= n*kvDim {
+	have := 0
+	if s.k16 != nil {
+		have = len(s.k16[0])
+	} else {
+		have = len(s.k[0])
+	}
+	if have >= n*kvDim {
 		return
 	}
-	c := max(n, 2*len(s.k[0])/kvDim, 64)
+	c := max(n, 2*have/kvDim, 64)
 	c = min(c, s.maxLen)
-	for l := range s.k {
-		k, v := make([]float32, c*kvDim), make([]float32, c*kvDim)
-		copy(k, s.k[l][:s.n*kvDim])
-		copy(v, s.v[l][:s.n*kvDim])
-		s.k[l], s.v[l] = k, v
+	if s.k16 != nil {
+		s.k16, s.v16 = growKV(s.k16, c*kvDim, s.n*kvDim), growKV(s.v16, c*kvDim, s.n*kvDim)
+		return
 	}
+	s.k, s.v = growKV(s.k, c*kvDim, s.n*kvDim), growKV(s.v, c*kvDim, s.n*kvDim)
+}
+
+// growKV replaces each layer's cache with one of size elements, keeping the first keep.
+func growKV[T float32 | uint16](layers [][]T, size, keep int) [][]T {
+	for l := range layers {
+		b := make([]T, size)
+		copy(b, layers[l][:keep])
+		layers[l] = b
+	}
+	return layers
 }
 
 // Prefill appends the prompt ids to the sequence in one batched pass and returns the
@@ -295,7 +376,7 @@ func (m *Model) forward(s *Sequence, ids []int) ([]float32, error) {
 	}
 	last := m.pass(s, ids)
 	h := m.run.h[:c.HiddenSize]
-	kernels.RMSNorm(h, last, m.norm.w, m.norm.eps)
+	kernels.RMSNormGGML(h, last, m.norm.w, m.norm.eps)
 	logits := make([]float32, c.VocabSize)
 	kernels.MatVec(m.pool, logits, &m.head, h, m.scratch)
 	return logits, nil
@@ -328,6 +409,8 @@ type run struct {
 	h, q, k, v, ctx, attnOut   []float32
 	gate, up, mlpOut, cos, sin []float32
 	scores                     [][]float32 // per worker, one row of attention weights
+	flash                      []kernels.FlashF16
+	q16                        [][]float32 // per worker, a query head rounded to f16
 }
 
 func grow(b []float32, n int) []float32 {
@@ -355,12 +438,24 @@ func (r *run) start(m *Model, s *Sequence, n int) {
 	r.cos = grow(r.cos, n*half)
 	r.sin = grow(r.sin, n*half)
 	for t := range n {
-		kernels.RopeAngles(r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half], s.n+t, m.ropeFreqs)
+		m.rope.Angles(r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half], s.n+t)
 	}
-	if len(r.scores) != m.pool.Threads() {
-		r.scores = make([][]float32, m.pool.Threads())
+	r.workers(m, s.n+n)
+}
+
+// workers sizes the per-worker attention scratch for contexts of up to ctx positions.
+func (r *run) workers(m *Model, ctx int) {
+	nw := m.pool.Threads()
+	if len(r.scores) != nw {
+		r.scores = make([][]float32, nw)
+		r.flash = make([]kernels.FlashF16, nw)
+		r.q16 = make([][]float32, nw)
 	}
 	for w := range r.scores {
-		r.scores[w] = grow(r.scores[w], s.n+n)
+		if m.kvF16 {
+			r.q16[w] = grow(r.q16[w], m.cfg.HeadDim)
+		} else {
+			r.scores[w] = grow(r.scores[w], ctx)
+		}
 	}
 }

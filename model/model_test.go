@@ -50,6 +50,12 @@ var testConfigs = map[string]string{
 
 func testModel(t *testing.T, name string, dt tensor.DType, threads int) (*Model, *refModel, []tensor.Info) {
 	t.Helper()
+	return testModelOpts(t, name, dt, Options{Threads: threads})
+}
+
+// testModelOpts is testModel with any Options.
+func testModelOpts(t *testing.T, name string, dt tensor.DType, opts Options) (*Model, *refModel, []tensor.Info) {
+	t.Helper()
 	cfg, err := ParseConfig([]byte(testConfigs[name]))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -58,7 +64,7 @@ func testModel(t *testing.T, name string, dt tensor.DType, threads int) (*Model,
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := build(cfg, newMemSource(ws), hfNames, false, Options{Threads: threads})
+	m, err := build(cfg, newMemSource(ws), hfNames, false, opts)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -152,6 +158,51 @@ func TestForwardMatchesReference(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// kvF16Tol: an f16 KV cache rounds q, every key and value, and the attention accumulator
+// after each position to half precision (relative 2⁻¹¹ each, kernels.FlashF16), as
+// llama.cpp's default cache does; through these few layers the logits then stay within a
+// few such units of the float64 reference, relative to their scale (measured: 3.6·10⁻⁴
+// on these shapes). 2⁻⁹ allows five times that and still catches a wrong position or head, which
+// moves logits by O(1).
+const kvF16Tol = 0x1p-9
+
+// TestF16KVMatchesReference: with an f16 KV cache, prefill and 32 greedy decode steps stay
+// within kvF16Tol of the float64 reference (which keeps keys and values exact) and give
+// its greedy tokens.
+func TestF16KVMatchesReference(t *testing.T) {
+	for name := range testConfigs {
+		for _, threads := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/threads=%d", name, threads), func(t *testing.T) {
+				m, ref, _ := testModelOpts(t, name, tensor.F32, Options{Threads: threads, KVCache: tensor.F16})
+				if got, want := m.KVBytesPerToken(), KVBytesPerToken(m.Config())/2; got != want {
+					t.Fatalf("KVBytesPerToken %d with an f16 cache, want %d", got, want)
+				}
+				s := m.NewSequence(0)
+				logits, err := m.Prefill(s, testPrompt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []float64
+				for _, id := range testPrompt {
+					want = ref.step(id)
+				}
+				closeLogits(t, "f16 KV prefill", logits, want, kvF16Tol)
+				for step := range 32 {
+					tok, refTok := argmax(logits), argmax(want)
+					if tok != refTok {
+						t.Fatalf("step %d: greedy token %d, reference %d", step, tok, refTok)
+					}
+					if logits, err = m.Decode(s, tok); err != nil {
+						t.Fatal(err)
+					}
+					want = ref.step(tok)
+					closeLogits(t, fmt.Sprintf("f16 KV decode step %d", step), logits, want, kvF16Tol)
+				}
+			})
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/tokenwise/tokenwise/kernels"
+	"github.com/tokenwise/tokenwise/tensor"
 )
 
 // Batched forward passes over a paged KV cache, for serving many sequences at once.
@@ -25,7 +26,8 @@ type PagedCache struct {
 	m         *Model
 	blockSize int
 	numBlocks int
-	k, v      [][]float32 // per layer: numBlocks × blockSize × kvDim
+	k, v      [][]float32 // per layer: numBlocks × blockSize × kvDim (f32 cache)
+	k16, v16  [][]uint16  // the same in half precision (Options.KVCache f16)
 
 	run    run
 	chunks []Chunk   // the pass's chunks
@@ -36,9 +38,18 @@ type PagedCache struct {
 	logits []float32
 }
 
-// KVBytesPerToken is the cache memory one token takes: a key and a value vector of
-// float32 per layer.
-func KVBytesPerToken(c *Config) int { return 2 * c.NumLayers * c.NumKVHeads * c.HeadDim * 4 }
+// KVBytesPerToken is the cache memory one token takes in a float32 cache: a key and a
+// value vector per layer. Model.KVBytesPerToken accounts for the model's cache dtype.
+func KVBytesPerToken(c *Config) int { return KVBytesPerTokenOf(c, tensor.F32) }
+
+// KVBytesPerTokenOf is KVBytesPerToken for a cache of dtype dt (f32 or f16).
+func KVBytesPerTokenOf(c *Config, dt tensor.DType) int {
+	size := 4
+	if dt == tensor.F16 {
+		size = 2
+	}
+	return 2 * c.NumLayers * c.NumKVHeads * c.HeadDim * size
+}
 
 // NewPagedCache allocates numBlocks blocks of blockSize tokens.
 func (m *Model) NewPagedCache(numBlocks, blockSize int) (*PagedCache, error) {
@@ -50,10 +61,16 @@ func (m *Model) NewPagedCache(numBlocks, blockSize int) (*PagedCache, error) {
 	}
 	c := m.cfg
 	kvDim := c.NumKVHeads * c.HeadDim
-	pc := &PagedCache{m: m, blockSize: blockSize, numBlocks: numBlocks, k: make([][]float32, c.NumLayers), v: make([][]float32, c.NumLayers)}
-	for l := range pc.k {
-		pc.k[l] = make([]float32, numBlocks*blockSize*kvDim)
-		pc.v[l] = make([]float32, numBlocks*blockSize*kvDim)
+	pc := &PagedCache{m: m, blockSize: blockSize, numBlocks: numBlocks}
+	size := numBlocks * blockSize * kvDim
+	for range c.NumLayers {
+		if m.kvF16 {
+			pc.k16 = append(pc.k16, make([]uint16, size))
+			pc.v16 = append(pc.v16, make([]uint16, size))
+		} else {
+			pc.k = append(pc.k, make([]float32, size))
+			pc.v = append(pc.v, make([]float32, size))
+		}
 	}
 	return pc, nil
 }
@@ -160,7 +177,7 @@ func (c *PagedCache) headLogits(chunks []Chunk) [][]float32 {
 		if !ch.Logits {
 			continue
 		}
-		kernels.RMSNorm(c.head[row*d:(row+1)*d], c.run.x[(t-1)*d:t*d], m.norm.w, m.norm.eps)
+		kernels.RMSNormGGML(c.head[row*d:(row+1)*d], c.run.x[(t-1)*d:t*d], m.norm.w, m.norm.eps)
 		out[i] = c.logits[row*cfg.VocabSize : (row+1)*cfg.VocabSize]
 		row++
 	}
@@ -196,19 +213,14 @@ func (c *PagedCache) start(chunks []Chunk, n, maxCtx int) {
 	for i, ch := range chunks {
 		for j := range ch.Tokens {
 			pos := ch.Start + j
-			kernels.RopeAngles(r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half], pos, m.ropeFreqs)
+			m.rope.Angles(r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half], pos)
 			c.slots = append(c.slots, c.slot(ch.Blocks, pos))
 			c.tokSeq = append(c.tokSeq, i)
 			c.tokPos = append(c.tokPos, pos)
 			t++
 		}
 	}
-	if len(r.scores) != m.pool.Threads() {
-		r.scores = make([][]float32, m.pool.Threads())
-	}
-	for w := range r.scores {
-		r.scores[w] = grow(r.scores[w], maxCtx)
-	}
+	r.workers(m, maxCtx)
 	c.chunks = chunks
 }
 
@@ -226,7 +238,6 @@ func (c *PagedCache) attention(a *attention, layer int, in []float32) []float32 
 	q, k, v := a.qkv(r, in)
 	half := hd / 2
 	kvDim := cfg.NumKVHeads * hd
-	kc, vc := c.k[layer], c.v[layer]
 	for t := range r.n {
 		cos, sin := r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half]
 		for h := range cfg.NumHeads {
@@ -236,12 +247,32 @@ func (c *PagedCache) attention(a *attention, layer int, in []float32) []float32 
 			r.position(k[(t*cfg.NumKVHeads+h)*hd:(t*cfg.NumKVHeads+h+1)*hd], a.kNorm, cos, sin)
 		}
 		s := c.slots[t]
-		copy(kc[s*kvDim:(s+1)*kvDim], k[t*kvDim:(t+1)*kvDim])
-		copy(vc[s*kvDim:(s+1)*kvDim], v[t*kvDim:(t+1)*kvDim])
+		if c.m.kvF16 {
+			kernels.F16Encode(c.k16[layer][s*kvDim:(s+1)*kvDim], k[t*kvDim:(t+1)*kvDim])
+			kernels.F16Encode(c.v16[layer][s*kvDim:(s+1)*kvDim], v[t*kvDim:(t+1)*kvDim])
+		} else {
+			copy(c.k[layer][s*kvDim:(s+1)*kvDim], k[t*kvDim:(t+1)*kvDim])
+			copy(c.v[layer][s*kvDim:(s+1)*kvDim], v[t*kvDim:(t+1)*kvDim])
+		}
 	}
 
 	ctx := r.ctx[:r.n*cfg.NumHeads*hd]
 	group := cfg.NumHeads / cfg.NumKVHeads
+	if c.m.kvF16 {
+		kc, vc := c.k16[layer], c.v16[layer]
+		scale := ggmlScale(hd)
+		r.m.pool.Run(r.n*cfg.NumHeads, 1, func(worker, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				t, h := i/cfg.NumHeads, i%cfg.NumHeads
+				pos := c.tokPos[t]
+				rows := kvRows{blocks: c.chunks[c.tokSeq[t]].Blocks, bs: c.blockSize}
+				attendF16(&r.flash[worker], r.q16[worker], ctx[i*hd:(i+1)*hd], q[i*hd:(i+1)*hd], kc, vc,
+					rows, firstPos(cfg, pos), pos, (h/group)*hd, kvDim, scale)
+			}
+		})
+		return r.linear(a.o, ctx, r.attnOut)
+	}
+	kc, vc := c.k[layer], c.v[layer]
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	bs := c.blockSize
 	r.m.pool.Run(r.n*cfg.NumHeads, 1, func(worker, lo, hi int) {
@@ -249,10 +280,7 @@ func (c *PagedCache) attention(a *attention, layer int, in []float32) []float32 
 			t, h := i/cfg.NumHeads, i%cfg.NumHeads
 			pos := c.tokPos[t]
 			blocks := c.chunks[c.tokSeq[t]].Blocks
-			first := 0
-			if w := cfg.SlidingWindow; w > 0 && pos-w+1 > first {
-				first = pos - w + 1
-			}
+			first := firstPos(cfg, pos)
 			qh := q[i*hd : (i+1)*hd]
 			g := h / group
 			scores := r.scores[worker][:pos+1-first]

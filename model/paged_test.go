@@ -27,100 +27,104 @@ type pagedSeq struct {
 // the greedy tokens for equality.
 func TestPagedMatchesSequential(t *testing.T) {
 	for name := range testConfigs {
-		t.Run(name, func(t *testing.T) {
-			m, _, _ := testModel(t, name, tensor.F32, 3)
-			const bs, nblocks = 4, 40
-			pc, err := m.NewPagedCache(nblocks, bs)
-			if err != nil {
-				t.Fatal(err)
+		for _, kv := range []tensor.DType{tensor.F32, tensor.F16} {
+			t.Run(fmt.Sprintf("%s/kv=%v", name, kv), func(t *testing.T) { pagedMatchesSequential(t, name, kv) })
+		}
+	}
+}
+
+func pagedMatchesSequential(t *testing.T, name string, kv tensor.DType) {
+	m, _, _ := testModelOpts(t, name, tensor.F32, Options{Threads: 3, KVCache: kv})
+	const bs, nblocks = 4, 40
+	pc, err := m.NewPagedCache(nblocks, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hand out blocks in a shuffled order so that no table is contiguous.
+	free := rand.New(rand.NewPCG(1, 2)).Perm(nblocks)
+	alloc := func(s *pagedSeq, n int) {
+		for len(s.blocks)*bs < n {
+			s.blocks = append(s.blocks, free[0])
+			free = free[1:]
+		}
+	}
+	prompts := [][]int{
+		testPrompt,
+		{7, 7, 1, 2, 3, 50, 60, 2, 9, 9, 9, 12, 13, 14, 15, 16, 17, 18, 19}, // prefilled in chunks
+		{4},
+	}
+	seqs := make([]*pagedSeq, len(prompts))
+	for i, p := range prompts {
+		seqs[i] = &pagedSeq{tokens: slices.Clone(p)}
+	}
+	const gen = 12
+	// Per step: how many tokens each sequence computes (0: not in this step).
+	// Seq 1's prompt goes in chunks of 6, 6, 7; seq 2 joins at step 2.
+	plan := func(step, i int) int {
+		s := seqs[i]
+		left := len(s.tokens) - s.computed
+		switch {
+		case i == 1 && s.computed < len(prompts[1]):
+			return min(6, left)
+		case i == 2 && step < 2:
+			return 0
+		}
+		return left
+	}
+	for step := 0; ; step++ {
+		var chunks []Chunk
+		var who []int
+		for i, s := range seqs {
+			if len(s.tokens)-len(prompts[i]) >= gen {
+				continue
 			}
-			// Hand out blocks in a shuffled order so that no table is contiguous.
-			free := rand.New(rand.NewPCG(1, 2)).Perm(nblocks)
-			alloc := func(s *pagedSeq, n int) {
-				for len(s.blocks)*bs < n {
-					s.blocks = append(s.blocks, free[0])
-					free = free[1:]
-				}
+			k := plan(step, i)
+			if k == 0 {
+				continue
 			}
-			prompts := [][]int{
-				testPrompt,
-				{7, 7, 1, 2, 3, 50, 60, 2, 9, 9, 9, 12, 13, 14, 15, 16, 17, 18, 19}, // prefilled in chunks
-				{4},
+			alloc(s, s.computed+k)
+			chunks = append(chunks, Chunk{Tokens: s.tokens[s.computed : s.computed+k], Start: s.computed,
+				Blocks: s.blocks, Logits: s.computed+k == len(s.tokens)})
+			who = append(who, i)
+		}
+		if len(chunks) == 0 {
+			break
+		}
+		out, err := pc.Forward(chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, i := range who {
+			s := seqs[i]
+			s.computed += len(chunks[j].Tokens)
+			if chunks[j].Logits {
+				s.logits = append(s.logits, slices.Clone(out[j]))
+				s.tokens = append(s.tokens, argmax(out[j]))
+			} else if out[j] != nil {
+				t.Fatalf("step %d: logits for a chunk that did not ask", step)
 			}
-			seqs := make([]*pagedSeq, len(prompts))
-			for i, p := range prompts {
-				seqs[i] = &pagedSeq{tokens: slices.Clone(p)}
-			}
-			const gen = 12
-			// Per step: how many tokens each sequence computes (0: not in this step).
-			// Seq 1's prompt goes in chunks of 6, 6, 7; seq 2 joins at step 2.
-			plan := func(step, i int) int {
-				s := seqs[i]
-				left := len(s.tokens) - s.computed
-				switch {
-				case i == 1 && s.computed < len(prompts[1]):
-					return min(6, left)
-				case i == 2 && step < 2:
-					return 0
-				}
-				return left
-			}
-			for step := 0; ; step++ {
-				var chunks []Chunk
-				var who []int
-				for i, s := range seqs {
-					if len(s.tokens)-len(prompts[i]) >= gen {
-						continue
-					}
-					k := plan(step, i)
-					if k == 0 {
-						continue
-					}
-					alloc(s, s.computed+k)
-					chunks = append(chunks, Chunk{Tokens: s.tokens[s.computed : s.computed+k], Start: s.computed,
-						Blocks: s.blocks, Logits: s.computed+k == len(s.tokens)})
-					who = append(who, i)
-				}
-				if len(chunks) == 0 {
-					break
-				}
-				out, err := pc.Forward(chunks)
-				if err != nil {
+		}
+	}
+	for i, s := range seqs {
+		seq := m.NewSequence(0)
+		logits, err := m.Prefill(seq, prompts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(prompts[i])
+		for g := range gen {
+			closePaged(t, i, g, s.logits[g], logits)
+			id := argmax(logits)
+			want = append(want, id)
+			if g+1 < gen {
+				if logits, err = m.Decode(seq, id); err != nil {
 					t.Fatal(err)
 				}
-				for j, i := range who {
-					s := seqs[i]
-					s.computed += len(chunks[j].Tokens)
-					if chunks[j].Logits {
-						s.logits = append(s.logits, slices.Clone(out[j]))
-						s.tokens = append(s.tokens, argmax(out[j]))
-					} else if out[j] != nil {
-						t.Fatalf("step %d: logits for a chunk that did not ask", step)
-					}
-				}
 			}
-			for i, s := range seqs {
-				seq := m.NewSequence(0)
-				logits, err := m.Prefill(seq, prompts[i])
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := slices.Clone(prompts[i])
-				for g := range gen {
-					closePaged(t, i, g, s.logits[g], logits)
-					id := argmax(logits)
-					want = append(want, id)
-					if g+1 < gen {
-						if logits, err = m.Decode(seq, id); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				if !slices.Equal(s.tokens, want) {
-					t.Fatalf("seq %d: batched greedy %v, sequential %v", i, s.tokens, want)
-				}
-			}
-		})
+		}
+		if !slices.Equal(s.tokens, want) {
+			t.Fatalf("seq %d: batched greedy %v, sequential %v", i, s.tokens, want)
+		}
 	}
 }
 

@@ -52,8 +52,10 @@ for (const text of req.texts ?? []) {
 if ((req.prompts ?? []).length > 0) {
 	const need = Math.max(...req.prompts.map((p) => p.ids.length + (p.n ?? 0))) + 1;
 	const contextSize = req.contextSize ?? Math.max(need, 64);
-	// kvCacheType "F32" keeps K and V in f32; llama.cpp's default (F16) rounds them to half
-	// precision, which dominates the logit differences of an f32 model.
+	// kvCacheType: the cache dtype, a ggml type name ("F16", llama.cpp's default, or "F32");
+	// node-llama-cpp resolves it to the ggml type id it passes as type_k/type_v. With flash
+	// attention, which llama.cpp turns on for the CPU by default ("auto"), an F32 cache is
+	// cast to F16 before attention, so "F32" only changes results with flashAttention: false.
 	const kv = req.kvCacheType ?? "F16";
 	const context = await model.createContext({
 		contextSize, batchSize: Math.min(contextSize, 512), threads, sequences: 1,
