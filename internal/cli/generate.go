@@ -38,6 +38,7 @@ type generateFlags struct {
 	frequency   float32
 	seed        int64
 	threads     int
+	kvDType     string
 	stop        []string
 	ignoreEOS   bool
 	jsonOut     bool
@@ -80,6 +81,7 @@ tokenizer's EOS token, a --stop string (not printed), --max-tokens or the contex
 	fl.Float32Var(&f.frequency, "frequency-penalty", 0, "OpenAI frequency penalty over generated tokens")
 	fl.Int64Var(&f.seed, "seed", -1, "sampling seed (-1: random; the seed used is in --json output)")
 	fl.IntVar(&f.threads, "threads", 0, "compute threads (0: one per CPU)")
+	fl.StringVar(&f.kvDType, "kv-cache-dtype", "f32", "KV cache dtype: f32, or f16 (half the memory; attention computed as llama.cpp's default)")
 	fl.StringArrayVar(&f.stop, "stop", nil, "stop string (repeatable); generation ends before it")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "keep generating past EOS (benchmarks)")
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"prompt_ids","ids","text","finish_reason","usage","timing","seed"} instead of streaming`)
@@ -144,7 +146,11 @@ func runGenerate(ctx context.Context, f generateFlags, stdout, stderr io.Writer)
 		ids = tok.Encode(f.prompt, true)
 	}
 
-	m, err := model.Load(f.model, model.Options{Threads: f.threads})
+	kv, err := model.ParseKVDType(f.kvDType)
+	if err != nil {
+		return fmt.Errorf("generate: --kv-cache-dtype: %w", err)
+	}
+	m, err := model.Load(f.model, model.Options{Threads: f.threads, KVCache: kv})
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}

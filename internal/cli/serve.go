@@ -23,6 +23,7 @@ import (
 
 type serveFlags struct {
 	model, host, name, kvMem, apiKey string
+	kvDType                          string
 	port, maxSeqs, maxBatched        int
 	maxWaiting, maxLen, threads      int
 	timeout, grace                   time.Duration
@@ -67,6 +68,7 @@ flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
 	fl.StringVar(&f.kvMem, "kv-cache-mem", "512MiB", "KV cache memory, e.g. 512MiB, 2GiB, 1e9")
 	fl.StringVar(&f.apiKey, "api-key", "", "require this Bearer key (default: $TOKENWISE_API_KEY)")
 	fl.IntVar(&f.threads, "threads", 0, "compute threads (0: one per CPU)")
+	fl.StringVar(&f.kvDType, "kv-cache-dtype", "f32", "KV cache dtype: f32, or f16 (half the memory per token; attention computed as llama.cpp's default)")
 	fl.DurationVar(&f.timeout, "request-timeout", 10*time.Minute, "longest a request may run")
 	fl.DurationVar(&f.grace, "shutdown-grace", 30*time.Second, "how long requests in flight may finish after SIGTERM")
 	return cmd
@@ -105,7 +107,11 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	if err != nil {
 		return err
 	}
-	m, err := model.Load(f.model, model.Options{Threads: f.threads})
+	kv, err := model.ParseKVDType(f.kvDType)
+	if err != nil {
+		return fmt.Errorf("serve: --kv-cache-dtype: %w", err)
+	}
+	m, err := model.Load(f.model, model.Options{Threads: f.threads, KVCache: kv})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
