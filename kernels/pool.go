@@ -20,8 +20,10 @@ import (
 // SmolLM2-135M added up to a third of the step. So, like ggml's thread pool, workers spin on
 // an atomic sequence number between calls and the caller spins until they are done; a
 // worker that sees no work for spinFor parks on its channel, so an idle model costs no CPU.
-// The spin loops yield (runtime.Gosched) every few iterations so that other goroutines of
-// the process — an HTTP server, the GC — still get a processor.
+// Spinning does not yield to the scheduler (runtime.Gosched takes its locks, which showed
+// as a tenth of a decode step); the worker's bounded spin and the caller's yielding after
+// a long wait keep other goroutines of the process — an HTTP server, the GC — from being
+// starved of a processor.
 type Pool struct {
 	n       int
 	workers []*worker // workers[0] is unused: the caller is worker 0
@@ -87,11 +89,8 @@ func (wk *worker) await(seen uint64) uint64 {
 		if s := wk.seq.Load(); s != seen {
 			return s
 		}
-		if i%64 == 0 {
-			runtime.Gosched()
-			if time.Since(start) > spinFor {
-				break
-			}
+		if i%1024 == 0 && time.Since(start) > spinFor {
+			break
 		}
 	}
 	// Park. The poster increments seq and then, if parked is 1, swaps it to 0 and sends one
@@ -156,8 +155,11 @@ func (p *Pool) Run(n, align int, fn func(worker, lo, hi int)) {
 		lo = hi
 	}
 	first.fn(0, first.lo, first.hi)
+	// The others are running (or being woken): poll without yielding, which would take the
+	// scheduler's locks, unless they take long — then their goroutines may be waiting for
+	// a processor that this loop holds.
 	for i := 1; p.pending.Load() != 0; i++ {
-		if i%64 == 0 {
+		if i > 1<<14 && i%256 == 0 {
 			runtime.Gosched()
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
 )
 
 // TestDotAddScaledTails checks Dot and AddScaled (SIMD in GOEXPERIMENT=simd builds) on lengths
@@ -26,6 +28,46 @@ func TestDotAddScaledTails(t *testing.T) {
 		for i := range y {
 			if math.Abs(float64(y[i])-want[i]) > 1e-6*(1+math.Abs(want[i])) {
 				t.Fatalf("AddScaled n=%d [%d]: got %g, want %g", n, i, y[i], want[i])
+			}
+		}
+	}
+}
+
+// TestF16WeightsAllValues multiplies every finite half-precision bit pattern, as a weight,
+// by one-hot activations: each product must be the exact float32 value of the half,
+// subnormals included (the SIMD widening does them in integer arithmetic).
+func TestF16WeightsAllValues(t *testing.T) {
+	const cols = 16
+	var vals []uint16
+	for h := range 1 << 16 {
+		if h&0x7c00 != 0x7c00 { // skip Inf and NaN
+			vals = append(vals, uint16(h))
+		}
+	}
+	for len(vals)%cols != 0 {
+		vals = append(vals, 0)
+	}
+	rows := len(vals) / cols
+	data := make([]byte, 2*len(vals))
+	for i, v := range vals {
+		data[2*i], data[2*i+1] = byte(v), byte(v>>8)
+	}
+	w, err := NewMat(tensor.F16, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(p.Threads())
+	out := make([]float32, rows)
+	for j := range cols {
+		x := make([]float32, cols)
+		x[j] = 1
+		MatVec(p, out, &w, x, s)
+		for r := range rows {
+			h := vals[r*cols+j]
+			if want := tensor.F16ToF32(h); out[r] != want {
+				t.Fatalf("f16 %#04x: weight read as %g, want %g", h, out[r], want)
 			}
 		}
 	}
