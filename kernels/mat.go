@@ -65,12 +65,18 @@ func (m *Mat) Row(r int, dst []float32) error {
 		return nil
 	case tensor.BF16:
 		src := m.u16[r*m.Cols : (r+1)*m.Cols]
+		if simdWidenRow(dst, src, false) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+			return nil
+		}
 		for i, v := range src {
 			dst[i] = bf16(v)
 		}
 		return nil
 	case tensor.F16:
 		src := m.u16[r*m.Cols : (r+1)*m.Cols]
+		if simdWidenRow(dst, src, true) {
+			return nil
+		}
 		for i, v := range src {
 			dst[i] = f16Table[v]
 		}

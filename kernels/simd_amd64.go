@@ -605,3 +605,30 @@ func axpy(y, x []float32, a float32) {
 		y[i] += a * x[i]
 	}
 }
+
+// simdWidenRow converts a row of f16 (half) or bf16 values to float32: the weight rows the
+// matrix×matrix product widens once and then multiplies by every token.
+func simdWidenRow(dst []float32, src []uint16, half bool) bool {
+	if !useSIMD {
+		return false
+	}
+	n := len(src)
+	dst = dst[:n]
+	ps, pd := unsafe.Pointer(unsafe.SliceData(src)), unsafe.Pointer(unsafe.SliceData(dst))
+	i := 0
+	if half {
+		c := newF16Consts()
+		for ; i+8 <= n; i += 8 {
+			widenF16(ldU16(ps, i), &c).Store((*[8]float32)(unsafe.Add(pd, 4*i)))
+		}
+	} else {
+		for ; i+8 <= n; i += 8 {
+			ldU16(ps, i).ExtendToUint32().ShiftAllLeft(16).AsFloat32x8().Store((*[8]float32)(unsafe.Add(pd, 4*i)))
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		dst[i] = widen1(src[i], half)
+	}
+	return true
+}

@@ -13,3 +13,5 @@ func simdQuantRows(out []float32, w *Mat, a *qact, n, lo, hi int) bool { return 
 func simdDot(a, b []float32) (float32, bool) { return 0, false }
 
 func simdAddScaled(y []float32, a float32, x []float32) bool { return false }
+
+func simdWidenRow(dst []float32, src []uint16, half bool) bool { return false }

@@ -59,15 +59,18 @@ func TestF16WeightsAllValues(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	s := NewScratch(p.Threads())
-	out := make([]float32, rows)
+	out := make([]float32, 2*rows)
 	for j := range cols {
-		x := make([]float32, cols)
-		x[j] = 1
-		MatVec(p, out, &w, x, s)
-		for r := range rows {
-			h := vals[r*cols+j]
-			if want := tensor.F16ToF32(h); out[r] != want {
-				t.Fatalf("f16 %#04x: weight read as %g, want %g", h, out[r], want)
+		// One token (the matrix×vector kernels) and two (rows widened, then multiplied).
+		for n := 1; n <= 2; n++ {
+			x := make([]float32, n*cols)
+			x[j], x[(n-1)*cols+j] = 1, 1
+			MatMul(p, out, &w, x, n, s)
+			for r := range rows {
+				h := vals[r*cols+j]
+				if want := tensor.F16ToF32(h); out[(n-1)*rows+r] != want {
+					t.Fatalf("f16 %#04x, %d tokens: weight read as %g, want %g", h, n, out[(n-1)*rows+r], want)
+				}
 			}
 		}
 	}
