@@ -28,6 +28,9 @@ func Softmax(x []float32) {
 // ggml's vectorized swiglu does: silu(x) = x/(1+e^−x) with e^−x from ggml_v_expf (below).
 func SiLUMul(gate, up []float32) {
 	up = up[:len(gate)]
+	if simdSiLUMul(gate, up) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		return
+	}
 	for i, g := range gate {
 		gate[i] = g / (1 + expGGML(-g)) * up[i]
 	}

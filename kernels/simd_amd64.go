@@ -632,3 +632,52 @@ func simdWidenRow(dst []float32, src []uint16, half bool) bool {
 	}
 	return true
 }
+
+// siluK holds simdSiLUMul's constants as whole vectors, loaded from memory in the loop:
+// thirteen broadcast registers would not fit beside the working values.
+var siluK = func() (k [12][8]float32) {
+	for i, v := range [12]float32{0x1.8p23, 0x1.715476p+0, 0x1.62e4p-1, 0x1.7f7d1cp-20,
+		0x1.0e4020p-7, 0x1.573e2ep-5, 0x1.555e66p-3, 0x1.fffdb6p-2, 0x1.ffffecp-1, 1, 126, -126} {
+		k[i] = [8]float32{v, v, v, v, v, v, v, v}
+	}
+	return
+}()
+
+// simdSiLUMul is SiLUMul eight lanes at a time with the same float32 operations as
+// expGGML (ggml_v_expf, here with true float32 fused multiply-adds, as ggml has them) and
+// ggml_v_silu; blocks where some |n| > 126 (|gate| > ~87) take the scalar path.
+func simdSiLUMul(gate, up []float32) bool {
+	if !useSIMD {
+		return false
+	}
+	n := len(gate)
+	up = up[:n]
+	pg, pu := unsafe.Pointer(unsafe.SliceData(gate)), unsafe.Pointer(unsafe.SliceData(up))
+	k := func(i int) archsimd.Float32x8 { return archsimd.LoadFloat32x8(&siluK[i]) }
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		g := ldF32(pg, i)
+		x := archsimd.Float32x8{}.Sub(g)
+		z := x.MulAdd(k(1), k(0))
+		nn := z.Sub(k(0))
+		neg := archsimd.Float32x8{}.Sub(nn)
+		b := neg.MulAdd(k(3), neg.MulAdd(k(2), x))
+		if nn.Greater(k(10)).Or(nn.Less(k(11))).ToBits() != 0 {
+			archsimd.ClearAVXUpperBits()
+			for j := i; j < i+8; j++ {
+				gate[j] = gate[j] / (1 + expGGML(-gate[j])) * up[j]
+			}
+			continue
+		}
+		u := b.Mul(b)
+		j := k(4).MulAdd(b, k(5)).MulAdd(u, k(6).MulAdd(b, k(7))).MulAdd(u, k(8).MulAdd(b, k(9)))
+		scale := nn.ConvertToInt32().Add(archsimd.BroadcastInt32x8(127)).ShiftAllLeft(23).AsFloat32x8()
+		e := j.Mul(scale)
+		g.Div(k(9).Add(e)).Mul(ldF32(pu, i)).Store((*[8]float32)(unsafe.Add(pg, 4*i)))
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < n; i++ {
+		gate[i] = gate[i] / (1 + expGGML(-gate[i])) * up[i]
+	}
+	return true
+}

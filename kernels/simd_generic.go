@@ -15,3 +15,5 @@ func simdDot(a, b []float32) (float32, bool) { return 0, false }
 func simdAddScaled(y []float32, a float32, x []float32) bool { return false }
 
 func simdWidenRow(dst []float32, src []uint16, half bool) bool { return false }
+
+func simdSiLUMul(gate, up []float32) bool { return false }
