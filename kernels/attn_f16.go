@@ -24,10 +24,11 @@ import (
 // of a logit after the 8-bit activation quantization of the following projections, so
 // parity with llama.cpp needs the same arithmetic, not merely the same precision.
 
-// dotLanes16 is true where llama.cpp's CPU backend runs its AVX-512 build (16 float32 lanes
-// per vector, four accumulators); else it uses the AVX2 one (8 lanes, four accumulators).
-// The lane count decides the order of the float32 additions in DotF16.
-var dotLanes16 = cpu.X86.HasAVX512F
+// ggmlAVX512 is true where llama.cpp's CPU backend runs one of its AVX-512 builds (it picks
+// the best variant for the CPU), else it runs an AVX2 one. The two sum ggml_vec_dot_f16 in
+// a different order (16 or 8 float32 lanes, four accumulators each: DotF16) and use
+// different exp approximations in SiLU (expGGML).
+var ggmlAVX512 = cpu.X86.HasAVX512F
 
 // F16Encode rounds src to half precision into dst (round to nearest even, like ggml).
 func F16Encode(dst []uint16, src []float32) {
@@ -81,7 +82,7 @@ func DotF16(q []float32, k []uint16) float32 {
 	if v, ok := simdDotF16(q, k); ok {
 		return v
 	}
-	return dotF16Lanes(q, k, dotLanes16)
+	return dotF16Lanes(q, k, ggmlAVX512)
 }
 
 func dotF16Lanes(q []float32, k []uint16, lanes16 bool) float32 {

@@ -15,7 +15,7 @@ func simdDotF16(q []float32, k []uint16) (float32, bool) {
 	if !useSIMD || len(q) < 64 {
 		return 0, false
 	}
-	if dotLanes16 {
+	if ggmlAVX512 {
 		return dotF16x16(q, k), true
 	}
 	return dotF16x8(q, k), true

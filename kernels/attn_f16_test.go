@@ -60,7 +60,7 @@ func TestDotF16(t *testing.T) {
 			abs += math.Abs(p)
 		}
 		got := DotF16(q, k)
-		if want := dotF16Lanes(q, k, dotLanes16); math.Float32bits(got) != math.Float32bits(want) {
+		if want := dotF16Lanes(q, k, ggmlAVX512); math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("n=%d: DotF16 %v, ggml order %v", n, got, want)
 		}
 		for _, lanes16 := range []bool{false, true} {
@@ -211,6 +211,41 @@ func TestExpGGML(t *testing.T) {
 		}
 		if math.Abs(got-want) > 2.5*ulp {
 			t.Fatalf("exp(%v) = %v, exact %v", x, got, want)
+		}
+	}
+}
+
+// TestSiLUMulGGMLBuilds: SwiGLU gives the bits of llama.cpp's AVX-512 build (its zen4 CPU
+// library) and of its AVX2 build (haswell), whichever expGGML follows; the inputs are gate
+// and up values of SmolLM2-135M's first layer where the two builds differ, with both
+// builds' outputs (from their ffn_swiglu tensors).
+func TestSiLUMulGGMLBuilds(t *testing.T) {
+	cases := [][4]uint32{ // gate, up, AVX-512 result, AVX2 result
+		{0x3e52b7a6, 0xbe3b8910, 0xbcaa308e, 0xbcaa308f},
+		{0x3f86b768, 0x3e94e9de, 0x3e68591d, 0x3e68591c},
+		{0xbe691b6c, 0xbef489ba, 0x3d456f2e, 0x3d456f2c},
+		{0x3e9e9a13, 0x3f0360aa, 0x3dbbcce9, 0x3dbbccea},
+		{0x3fa2e486, 0xbee52d14, 0xbee3d52d, 0xbee3d52c},
+		{0x3f060505, 0x3e8fd6b4, 0x3dbd25f4, 0x3dbd25f5},
+	}
+	defer func(v bool) { ggmlAVX512 = v }(ggmlAVX512)
+	for _, avx512 := range []bool{true, false} {
+		ggmlAVX512 = avx512
+		gate, up := make([]float32, 16*len(cases)), make([]float32, 16*len(cases))
+		for i := range gate { // each case at a scalar and at a vector position
+			c := cases[i%len(cases)]
+			gate[i], up[i] = math.Float32frombits(c[0]), math.Float32frombits(c[1])
+		}
+		SiLUMul(gate, up)
+		for i, g := range gate {
+			c := cases[i%len(cases)]
+			want := c[2]
+			if !avx512 {
+				want = c[3]
+			}
+			if math.Float32bits(g) != want {
+				t.Fatalf("avx512=%v: swiglu(%v, %v) = %v, llama.cpp %v", avx512, math.Float32frombits(c[0]), math.Float32frombits(c[1]), g, math.Float32frombits(want))
+			}
 		}
 	}
 }

@@ -28,7 +28,9 @@ func Softmax(x []float32) {
 // ggml's vectorized swiglu does: silu(x) = x/(1+e^−x) with e^−x from ggml_v_expf (below).
 func SiLUMul(gate, up []float32) {
 	up = up[:len(gate)]
-	if simdSiLUMul(gate, up) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+	// The vector code has the AVX-512 build's exp (see expGGML); with the AVX2 one the
+	// scalar formula keeps the bits.
+	if ggmlAVX512 && simdSiLUMul(gate, up) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
 		return
 	}
 	for i, g := range gate {
@@ -36,16 +38,22 @@ func SiLUMul(gate, up []float32) {
 	}
 }
 
-// expGGML is ggml_v_expf, the exp approximation of ggml's SIMD code (within ~1.5 ulp of
-// exp): x = n·ln2 + b with n integral, e^b by a degree-5 polynomial in fused multiply-adds,
-// scaled by 2ⁿ. Matching it, not exp, is what keeps SwiGLU outputs bit-identical to ggml.
+// expGGML is ggml_v_expf, the exp approximation of ggml's SIMD code (within ~2 ulp of exp),
+// in the variant of the build llama.cpp runs on this CPU (ggmlAVX512): x = n·ln2 + b with n
+// integral, e^b from a degree-5 polynomial in fused multiply-adds, scaled by 2ⁿ. The AVX2
+// build leaves the polynomial's constant 1 out and adds it in the final fused scaling.
+// Matching it, not exp, is what keeps SwiGLU outputs bit-identical to ggml's.
 func expGGML(x float32) float32 {
 	const shift = 0x1.8p23
 	z := fma32(x, 0x1.715476p+0, shift)
 	n := z - shift
 	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
 	u := b * b
-	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u, fma32(0x1.ffffecp-1, b, 1))
+	hi := fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2))
+	if !ggmlAVX512 {
+		return expGGMLAVX2(z, n, fma32(hi, u, 0x1.ffffecp-1*b))
+	}
+	j := fma32(hi, u, fma32(0x1.ffffecp-1, b, 1))
 	if n >= -126 && n <= 126 {
 		return j * math.Float32frombits(uint32(int32(n)+127)<<23)
 	}
@@ -55,7 +63,27 @@ func expGGML(x float32) float32 {
 	if n < -192 {
 		return 0
 	}
-	return float32(math.Ldexp(float64(j), int(n)))
+	return float32(math.Ldexp(float64(j), int(n))) // _mm512_scalef_ps: j·2ⁿ rounded once
+}
+
+// expGGMLAVX2 finishes the AVX2 variant: e^x = 2ⁿ + 2ⁿ·j, with 2ⁿ built in the exponent bits
+// (split in two factors where n leaves the normal range), as ggml's integer arithmetic does.
+func expGGMLAVX2(z, n, j float32) float32 {
+	e := math.Float32bits(z) << 23
+	if n >= -126 && n <= 126 {
+		k := math.Float32frombits(e + math.Float32bits(1))
+		return fma32(j, k, k)
+	}
+	var g uint32
+	if n <= 0 {
+		g = 0x82000000
+	}
+	s1 := math.Float32frombits(g + 0x7f000000)
+	if n > 192 || n < -192 {
+		return s1 * s1
+	}
+	s2 := math.Float32frombits(e - g)
+	return fma32(s2, j, s2) * s1
 }
 
 // AddScaled does y += a·x.
