@@ -41,6 +41,12 @@ func matMulRows(out []float32, w *Mat, x []float32, n, lo, hi int, buf []float32
 // matMulBlock4 multiplies four weight rows (w, 4×cols) by all n tokens, writing columns
 // r..r+3 of out.
 func matMulBlock4(out, w, x []float32, n, cols, rows, r int) {
+	if t := asmPairs(out, w, x, n, cols, rows, r); t > 0 { // AVX2 assembly (gemm_amd64.s)
+		if t == n {
+			return
+		}
+		out, x, n = out[t*rows:], x[t*cols:], n-t
+	}
 	if simdBlock4(out, w, x, n, cols, rows, r) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
 		return
 	}
@@ -80,4 +86,10 @@ func block4x2(w []float32, n int, x0, x1 []float32) (c00, c01, c02, c03, c10, c1
 		c13 += a3 * b
 	}
 	return
+}
+
+// lanesSum adds eight lane partial sums in a fixed order, the same in every kernel that
+// splits a dot product across eight lanes.
+func lanesSum(a *[8]float32) float32 {
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
 }

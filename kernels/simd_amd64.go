@@ -36,10 +36,6 @@ func hsumF32x8(v archsimd.Float32x8) float32 {
 	return lanesSum(&a)
 }
 
-func lanesSum(a *[8]float32) float32 {
-	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
-}
-
 // hsum4 is hsumF32x8 of four vectors.
 func hsum4(s0, s1, s2, s3 archsimd.Float32x8) (float32, float32, float32, float32) {
 	var a [4][8]float32

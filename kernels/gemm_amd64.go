@@ -1,0 +1,49 @@
+//go:build amd64
+
+package kernels
+
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The batched product's inner tile in Go assembly (gemm_amd64.s), used with or without
+// GOEXPERIMENT=simd. Measured against the archsimd version of the same tile
+// (block4x2F32x8): see BenchmarkMatMulF32/BF16 with TOKENWISE_NO_ASM set and unset.
+
+//go:noescape
+func block4x2AVX2(w *float32, n int, x *float32, acc *[64]float32)
+
+// TOKENWISE_NO_ASM=1 turns the assembly off, to measure the other path.
+var useAsmGEMM = cpu.X86.HasAVX2 && cpu.X86.HasFMA && os.Getenv("TOKENWISE_NO_ASM") == ""
+
+// asmPairs multiplies four weight rows (w, 4×cols) by tokens 0..n&^1 of x two at a time,
+// writing columns r..r+3 of out, and returns how many tokens it did.
+func asmPairs(out, w, x []float32, n, cols, rows, r int) int {
+	if !useAsmGEMM || cols < 8 {
+		return 0
+	}
+	w = w[:4*cols]
+	x = x[:n*cols]
+	var l [64]float32
+	t := 0
+	for ; t+2 <= n; t += 2 {
+		xt := x[t*cols : (t+2)*cols]
+		block4x2AVX2(&w[0], cols, &xt[0], &l)
+		var c [8]float32
+		for k := range c {
+			c[k] = lanesSum((*[8]float32)(l[8*k:]))
+		}
+		for i := cols &^ 7; i < cols; i++ {
+			x0, x1 := xt[i], xt[cols+i]
+			for k := range 4 {
+				c[k] += w[k*cols+i] * x0
+				c[4+k] += w[k*cols+i] * x1
+			}
+		}
+		copy(out[t*rows+r:t*rows+r+4], c[:4])
+		copy(out[(t+1)*rows+r:(t+1)*rows+r+4], c[4:])
+	}
+	return t
+}
