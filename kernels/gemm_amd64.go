@@ -15,6 +15,24 @@ import (
 //go:noescape
 func block4x2AVX2(w *float32, n int, x *float32, acc *[64]float32)
 
+//go:noescape
+func dotQ8_0AVX2(row *byte, nb int, d8 *float32, q *int8, acc *[8]float32)
+
+var useAsmQ8 = useAsmGEMM && cpu.X86.HasF16C
+
+// asmDotQ8_0 is one Q8_0 weight row times one activation row (d8: broadcast block scales,
+// q: quants) with ggml's lane order; ok is false where the assembly cannot run.
+func asmDotQ8_0(row []byte, d8 []float32, q []int8) (v float32, ok bool) {
+	nb := len(row) / 34
+	if !useAsmQ8 || nb == 0 {
+		return 0, false
+	}
+	d8, q = d8[:nb*8], q[:nb*32]
+	var acc [8]float32
+	dotQ8_0AVX2(&row[0], nb, &d8[0], &q[0], &acc)
+	return hsum8(&acc), true
+}
+
 // TOKENWISE_NO_ASM=1 turns the assembly off, to measure the other path.
 var useAsmGEMM = cpu.X86.HasAVX2 && cpu.X86.HasFMA && os.Getenv("TOKENWISE_NO_ASM") == ""
 

@@ -209,8 +209,16 @@ func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
 		return
 	}
 	rows := w.Rows
+	nb := w.Cols / 32
 	for r := lo; r < hi; r++ {
 		for t := range n {
+			if w.DType == tensor.Q8_0 {
+				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+				if v, ok := asmDotQ8_0(row, a.d8[t*nb*8:(t+1)*nb*8], a.q[t*nb*32:(t+1)*nb*32]); ok { // gemm_amd64.s
+					out[t*rows+r] = v
+					continue
+				}
+			}
 			out[t*rows+r] = actDot(w, r, a, t)
 		}
 	}

@@ -348,6 +348,9 @@ func blockScale(p unsafe.Pointer, c *f16Consts) archsimd.Float32x8 {
 }
 
 func dotQ8_0Simd(row []byte, d8 []float32, q []int8) float32 {
+	if v, ok := asmDotQ8_0(row, d8, q); ok { // F16C assembly (gemm_amd64.s)
+		return v
+	}
 	nb := len(row) / 34
 	d8, q = d8[:nb*8], q[:nb*32]
 	pr, pq, pd := unsafe.Pointer(unsafe.SliceData(row)), unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(d8))
