@@ -60,8 +60,15 @@ type BenchResult struct {
 	// elapsed time (a prefill-only generation, then a full one: the difference is the
 	// decode), so that busy neighbours on a shared machine do not count. Compare them with a
 	// profile from `calibrate --clock cpu`. Absent where CPU time is not available.
-	PrefillTokSCPU  float64   `json:"prefill_tok_s_cpu,omitempty"`
-	DecodeTokSCPU   float64   `json:"decode_tok_s_cpu,omitempty"`
+	PrefillTokSCPU float64 `json:"prefill_tok_s_cpu,omitempty"`
+	DecodeTokSCPU  float64 `json:"decode_tok_s_cpu,omitempty"`
+	// PeakRSS is the process's largest resident set over the whole bench (weights are
+	// memory-mapped, so the pages the model reads count), next to what it must hold: every
+	// weight tensor as stored, and the KV cache of one prompt+gen-token sequence. Absent
+	// where the system does not report it.
+	PeakRSS         int64     `json:"peak_rss_bytes,omitempty"`
+	WeightsBytes    int64     `json:"weights_bytes"`
+	KVCacheBytes    int64     `json:"kv_cache_bytes"`
 	PrefillRunsTokS []float64 `json:"prefill_runs_tok_s"`
 	DecodeRunsTokS  []float64 `json:"decode_runs_tok_s"`
 }
@@ -169,6 +176,7 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	}
 	r.DType = dominantDType(w.tensors)
 	for _, t := range w.tensors {
+		r.WeightsBytes += int64(len(t.Data))
 		r.WeightBytesStep += float64(len(t.Data))
 		isEmbed := t.Name == "model.embed_tokens.weight" || t.Name == "token_embd.weight"
 		if isEmbed && t.Name != head.Name {
@@ -179,6 +187,7 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	f32 := precisions["f32"]
 	meanCtx := float64(o.PromptTokens) + float64(o.GenTokens-1)/2
 	r.KVBytesStep = (meanCtx + 2) * shape.KVBytesPerToken(f32) // read ctx+1, write 1
+	r.KVCacheBytes = int64(float64(o.PromptTokens+o.GenTokens) * shape.KVBytesPerToken(f32))
 	r.DecodeGBs = (r.WeightBytesStep + r.KVBytesStep) * r.DecodeTokS / 1e9
 	pf := shape.Prefill(o.PromptTokens, 1, f32, f32, f32)
 	r.PrefillGFLOPS = pf.FLOPs / (float64(o.PromptTokens) / r.PrefillTokS) / 1e9
@@ -221,6 +230,9 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	r.LMHeadShare = r.LMHeadShareWall
 	if r.DecodeTokSCPU > 0 && len(perStepCPU) > 0 {
 		r.LMHeadShare = median(perStepCPU) * r.DecodeTokSCPU / 1000
+	}
+	if rss, ok := peakRSS(); ok {
+		r.PeakRSS = rss
 	}
 	return r, nil
 }

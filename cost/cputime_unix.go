@@ -15,3 +15,13 @@ func processCPU() (time.Duration, bool) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
+
+// peakRSS is the largest resident set this process has had, in bytes (Linux reports
+// ru_maxrss in KiB).
+func peakRSS() (int64, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return int64(ru.Maxrss) * 1024, true
+}

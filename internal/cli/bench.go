@@ -85,5 +85,10 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "decode   %9.2f tok/s  %7.2f GFLOP/s  %6.2f GB/s (%.1f MB weights + %.1f MB KV per step)\n",
 		r.DecodeTokS, r.DecodeGFLOPS, r.DecodeGBs, r.WeightBytesStep/1e6, r.KVBytesStep/1e6)
 	fmt.Fprintf(stdout, "LM head  %9.2f ms of %.2f ms per step: %.1f%%\n", r.LMHeadMsPerStep, r.DecodeMsPerStep, 100*r.LMHeadShare)
+	if r.PeakRSS > 0 {
+		need := r.WeightsBytes + r.KVCacheBytes
+		fmt.Fprintf(stdout, "memory   peak RSS %.1f MB = weights %.1f MB + KV %.1f MB %+.1f%%\n",
+			float64(r.PeakRSS)/1e6, float64(r.WeightsBytes)/1e6, float64(r.KVCacheBytes)/1e6, 100*float64(r.PeakRSS-need)/float64(need))
+	}
 	return nil
 }
