@@ -29,7 +29,9 @@ type BenchOptions struct {
 	Threads      int // kernel threads (0: one per CPU)
 	Repeats      int // timed generations; the median is reported (default 3)
 	Warmup       int // untimed generations first (default 1)
-	Log          io.Writer
+	// KVCache is the KV cache dtype (tensor.F32, the zero value, or tensor.F16).
+	KVCache tensor.DType
+	Log     io.Writer
 }
 
 // BenchResult is one model's measured speed. Rates are medians over the repeats.
@@ -98,7 +100,7 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 			fmt.Fprintf(o.Log, format, a...)
 		}
 	}
-	m, err := model.Load(path, model.Options{Threads: o.Threads})
+	m, err := model.Load(path, model.Options{Threads: o.Threads, KVCache: o.KVCache})
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +188,9 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	shape := FromModelConfig(cfg)
 	f32 := precisions["f32"]
 	meanCtx := float64(o.PromptTokens) + float64(o.GenTokens-1)/2
-	r.KVBytesStep = (meanCtx + 2) * shape.KVBytesPerToken(f32) // read ctx+1, write 1
-	r.KVCacheBytes = int64(float64(o.PromptTokens+o.GenTokens) * shape.KVBytesPerToken(f32))
+	kvTok := float64(m.KVBytesPerToken())
+	r.KVBytesStep = (meanCtx + 2) * kvTok // read ctx+1, write 1
+	r.KVCacheBytes = int64(float64(o.PromptTokens+o.GenTokens) * kvTok)
 	r.DecodeGBs = (r.WeightBytesStep + r.KVBytesStep) * r.DecodeTokS / 1e9
 	pf := shape.Prefill(o.PromptTokens, 1, f32, f32, f32)
 	r.PrefillGFLOPS = pf.FLOPs / (float64(o.PromptTokens) / r.PrefillTokS) / 1e9

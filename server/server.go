@@ -120,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}
-	blockBytes := int64(model.KVBytesPerToken(mc) * cfg.BlockSize)
+	blockBytes := int64(cfg.Model.KVBytesPerToken() * cfg.BlockSize) // per the model's cache dtype
 	numBlocks := int(cfg.KVCacheBytes / blockBytes)
 	if numBlocks < 1 {
 		return nil, fmt.Errorf("server: KV cache of %d bytes holds no block (one block of %d tokens takes %d bytes)", cfg.KVCacheBytes, cfg.BlockSize, blockBytes)

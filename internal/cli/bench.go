@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tokenwise/tokenwise/cost"
+	"github.com/tokenwise/tokenwise/model"
 )
 
 type benchFlags struct {
@@ -19,6 +20,7 @@ type benchFlags struct {
 	threads int
 	repeats int
 	warmup  int
+	kvDType string
 	jsonOut bool
 }
 
@@ -50,6 +52,7 @@ PATH is a Hugging Face folder with tokenizer.json, or a .gguf file.`,
 	fl.IntVar(&f.threads, "threads", 0, "compute threads (0: one per CPU)")
 	fl.IntVar(&f.repeats, "repeats", 3, "timed runs (the median is reported)")
 	fl.IntVar(&f.warmup, "warmup", 1, "untimed runs first")
+	fl.StringVar(&f.kvDType, "kv-cache-dtype", "f32", "KV cache dtype: f32, or f16 (llama.cpp's default)")
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"prefill_tok_s","decode_tok_s","decode_gb_s","lm_head_share",...}`)
 	return cmd
 }
@@ -61,6 +64,10 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 	if f.prompt <= 0 || f.gen <= 0 || f.repeats <= 0 || f.warmup < 0 {
 		return fmt.Errorf("bench: --prompt-tokens %d, --gen-tokens %d, --repeats %d must be positive, --warmup %d not negative", f.prompt, f.gen, f.repeats, f.warmup)
 	}
+	kv, err := model.ParseKVDType(f.kvDType)
+	if err != nil {
+		return fmt.Errorf("bench: --kv-cache-dtype: %w", err)
+	}
 	tok, err := loadModelTokenizer(f.model)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -69,7 +76,7 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 		ctx = context.Background()
 	}
 	r, err := cost.Bench(ctx, f.model, tok, cost.BenchOptions{
-		PromptTokens: f.prompt, GenTokens: f.gen, Threads: f.threads, Repeats: f.repeats, Warmup: f.warmup, Log: stderr,
+		PromptTokens: f.prompt, GenTokens: f.gen, Threads: f.threads, Repeats: f.repeats, Warmup: f.warmup, KVCache: kv, Log: stderr,
 	})
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
