@@ -18,7 +18,37 @@ func block4x2AVX2(w *float32, n int, x *float32, acc *[64]float32)
 //go:noescape
 func dotQ8_0AVX2(row *byte, nb int, d8 *float32, q *int8, acc *[8]float32)
 
+//go:noescape
+func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
+
+//go:noescape
+func widenF16AVX2(dst *float32, src *uint16, n int)
+
+// useAsmQ8 enables the kernels that widen f16 values with F16C: Q8_0 rows (their block
+// scales) and f16 weights.
 var useAsmQ8 = useAsmGEMM && cpu.X86.HasF16C
+
+// asmDot4F16 leaves in acc the eight lane sums of each of four f16 rows (w, 4×n) times x
+// over the first n&^7 columns, and returns that column count; 0 where it cannot run.
+func asmDot4F16(w []uint16, n int, x []float32, acc *[32]float32) int {
+	if !useAsmQ8 || n < 8 {
+		return 0
+	}
+	w, x = w[:4*n], x[:n]
+	dot4F16AVX2(&w[0], n, &x[0], acc)
+	return n &^ 7
+}
+
+// asmWidenF16 widens the first len(src)&^7 halves of src into dst and returns how many.
+func asmWidenF16(dst []float32, src []uint16) int {
+	n := len(src) &^ 7
+	if !useAsmQ8 || n == 0 {
+		return 0
+	}
+	dst = dst[:n]
+	widenF16AVX2(&dst[0], &src[0], n)
+	return n
+}
 
 // asmDotQ8_0 is one Q8_0 weight row times one activation row (d8: broadcast block scales,
 // q: quants) with ggml's lane order; ok is false where the assembly cannot run.

@@ -105,3 +105,71 @@ q8done:
 	VMOVUPS Y0, (DX)
 	VZEROUPPER
 	RET
+
+// func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
+//
+// Four f16 weight rows (row stride n) times x over the first n&^7 columns: per row, eight
+// float32 lanes of fused multiply-adds, the same sequence as dot4F16Loop (simd_amd64.go),
+// with the weights widened by F16C (VCVTPH2PS from memory) instead of in integer
+// arithmetic. acc[8k:8k+8] receives row k's lanes.
+TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ acc+24(FP), DX
+	MOVQ CX, R8
+	SHLQ $1, R8
+	LEAQ (SI)(R8*1), R9
+	LEAQ (R9)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ f16done
+
+f16loop:
+	VMOVUPS (DI)(AX*2), Y4
+	VCVTPH2PS (SI)(AX*1), Y5
+	VCVTPH2PS (R9)(AX*1), Y6
+	VFMADD231PS Y4, Y5, Y0
+	VFMADD231PS Y4, Y6, Y1
+	VCVTPH2PS (R10)(AX*1), Y7
+	VCVTPH2PS (R11)(AX*1), Y8
+	VFMADD231PS Y4, Y7, Y2
+	VFMADD231PS Y4, Y8, Y3
+	ADDQ $16, AX
+	DECQ CX
+	JNZ f16loop
+
+f16done:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VZEROUPPER
+	RET
+
+// func widenF16AVX2(dst *float32, src *uint16, n int)
+//
+// dst[i] = float32(src[i]) for the first n&^7 halves, by F16C (exact).
+TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ wdone
+
+wloop:
+	VCVTPH2PS (SI)(AX*1), Y0
+	VMOVUPS Y0, (DI)(AX*2)
+	ADDQ $16, AX
+	DECQ CX
+	JNZ wloop
+
+wdone:
+	VZEROUPPER
+	RET

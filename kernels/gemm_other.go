@@ -5,3 +5,7 @@ package kernels
 func asmPairs(out, w, x []float32, n, cols, rows, r int) int { return 0 }
 
 func asmDotQ8_0(row []byte, d8 []float32, q []int8) (float32, bool) { return 0, false }
+
+func asmDot4F16(w []uint16, n int, x []float32, acc *[32]float32) int { return 0 }
+
+func asmWidenF16(dst []float32, src []uint16) int { return 0 }

@@ -214,6 +214,11 @@ func dot4U16x8(w []uint16, n int, x []float32, half bool) (float32, float32, flo
 }
 
 func dot4F16Loop(w []uint16, n int, x []float32) (i int, s0, s1, s2, s3 archsimd.Float32x8) {
+	var acc [32]float32
+	if i = asmDot4F16(w, n, x, &acc); i > 0 { // F16C assembly (gemm_amd64.s), same lanes
+		return i, archsimd.LoadFloat32x8((*[8]float32)(acc[0:8])), archsimd.LoadFloat32x8((*[8]float32)(acc[8:16])),
+			archsimd.LoadFloat32x8((*[8]float32)(acc[16:24])), archsimd.LoadFloat32x8((*[8]float32)(acc[24:32]))
+	}
 	pw, px := unsafe.Pointer(unsafe.SliceData(w)), unsafe.Pointer(unsafe.SliceData(x))
 	c := newF16Consts()
 	for ; i+8 <= n; i += 8 {
@@ -616,6 +621,7 @@ func simdWidenRow(dst []float32, src []uint16, half bool) bool {
 	ps, pd := unsafe.Pointer(unsafe.SliceData(src)), unsafe.Pointer(unsafe.SliceData(dst))
 	i := 0
 	if half {
+		i = asmWidenF16(dst, src) // F16C (gemm_amd64.s)
 		c := newF16Consts()
 		for ; i+8 <= n; i += 8 {
 			widenF16(ldU16(ps, i), &c).Store((*[8]float32)(unsafe.Add(pd, 4*i)))
