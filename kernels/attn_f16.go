@@ -79,6 +79,9 @@ func roundF16(v float32) float32 {
 // tail beyond a multiple of 64 (32) added in float64.
 func DotF16(q []float32, k []uint16) float32 {
 	k = k[:len(q)]
+	if v, ok := asmDotF16(q, k, ggmlAVX512); ok { // F16C assembly (gemm_amd64.s)
+		return v
+	}
 	if v, ok := simdDotF16(q, k); ok {
 		return v
 	}
@@ -182,6 +185,12 @@ func expf(x float32) float32 { return expf32(x) }
 // values: ggml_vec_mad_f16.
 func MadRoundF16(y []float32, a float32, x []uint16) {
 	x = x[:len(y)]
+	if i := asmMadRoundF16(y, a, x); i > 0 { // F16C assembly (gemm_amd64.s)
+		for ; i < len(y); i++ {
+			y[i] = roundF16(fma32(f16Table[x[i]], a, y[i]))
+		}
+		return
+	}
 	if simdMadRoundF16(y, a, x) {
 		return
 	}
@@ -192,6 +201,12 @@ func MadRoundF16(y []float32, a float32, x []uint16) {
 
 // ScaleRoundF16 does y = f16(y·a): ggml_vec_scale_f16.
 func ScaleRoundF16(y []float32, a float32) {
+	if i := asmScaleRoundF16(y, a); i > 0 { // F16C assembly (gemm_amd64.s)
+		for ; i < len(y); i++ {
+			y[i] = roundF16(y[i] * a)
+		}
+		return
+	}
 	if simdScaleRoundF16(y, a) {
 		return
 	}

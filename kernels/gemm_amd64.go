@@ -24,6 +24,15 @@ func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
 //go:noescape
 func widenF16AVX2(dst *float32, src *uint16, n int)
 
+//go:noescape
+func madRoundF16AVX2(y *float32, x *uint16, n int, a float32)
+
+//go:noescape
+func scaleRoundF16AVX2(y *float32, n int, a float32)
+
+//go:noescape
+func dotF16AccAVX2(q *float32, k *uint16, n int, nacc int, acc *[64]float32)
+
 // useAsmQ8 enables the kernels that widen f16 values with F16C: Q8_0 rows (their block
 // scales) and f16 weights.
 var useAsmQ8 = useAsmGEMM && cpu.X86.HasF16C
@@ -94,4 +103,68 @@ func asmPairs(out, w, x []float32, n, cols, rows, r int) int {
 		copy(out[(t+1)*rows+r:(t+1)*rows+r+4], c[4:])
 	}
 	return t
+}
+
+// asmDotF16 is DotF16 (ggml_vec_dot_f16's lane order for 16- or 8-lane builds) with the keys
+// widened by F16C; ok is false where the assembly cannot run.
+func asmDotF16(q []float32, k []uint16, lanes16 bool) (float32, bool) {
+	n := len(q)
+	step, nacc := 32, 4
+	if lanes16 {
+		step, nacc = 64, 8
+	}
+	np := n / step * step
+	if !useAsmQ8 || np == 0 {
+		return 0, false
+	}
+	k = k[:n]
+	var acc [64]float32
+	dotF16AccAVX2(&q[0], &k[0], np, nacc, &acc)
+	a := func(i int) *[8]float32 { return (*[8]float32)(acc[8*i:]) }
+	var r float32
+	if lanes16 {
+		// Accumulators lo/hi of ggml's four 16-lane ones: a0 b0 a1 b1 a2 b2 a3 b3.
+		var t [8]float32
+		for l := range 8 {
+			a0, b0 := a(0)[l]+a(4)[l], a(1)[l]+a(5)[l]
+			a1, b1 := a(2)[l]+a(6)[l], a(3)[l]+a(7)[l]
+			t[l] = (b0 + b1) + (a0 + a1)
+		}
+		r = ((t[4] + t[0]) + (t[6] + t[2])) + ((t[5] + t[1]) + (t[7] + t[3]))
+	} else {
+		var t [8]float32
+		for l := range 8 {
+			t[l] = (a(0)[l] + a(2)[l]) + (a(1)[l] + a(3)[l])
+		}
+		r = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]))
+	}
+	if np == n {
+		return r, true
+	}
+	sum := float64(r)
+	for i := np; i < n; i++ {
+		sum += float64(f16Table[k[i]] * q[i])
+	}
+	return float32(sum), true
+}
+
+// asmMadRoundF16 is MadRoundF16's vector part: it returns how many leading elements it did.
+func asmMadRoundF16(y []float32, a float32, x []uint16) int {
+	n := len(y) &^ 7
+	if !useAsmQ8 || n == 0 {
+		return 0
+	}
+	x = x[:n]
+	madRoundF16AVX2(&y[0], &x[0], n, a)
+	return n
+}
+
+// asmScaleRoundF16 is ScaleRoundF16's vector part: it returns how many leading elements it did.
+func asmScaleRoundF16(y []float32, a float32) int {
+	n := len(y) &^ 7
+	if !useAsmQ8 || n == 0 {
+		return 0
+	}
+	scaleRoundF16AVX2(&y[0], n, a)
+	return n
 }

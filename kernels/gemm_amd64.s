@@ -173,3 +173,133 @@ wloop:
 wdone:
 	VZEROUPPER
 	RET
+
+// func madRoundF16AVX2(y *float32, x *uint16, n int, a float32)
+//
+// ggml_vec_mad_f16 on an accumulator held as float32 values of f16 numbers: for the first
+// n&^7 elements y = f16(fma(x, a, y)), the f16 rounding by F16C (VCVTPS2PH, nearest even)
+// and back (exact).
+TEXT ·madRoundF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y15
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ maddone
+
+madloop:
+	VCVTPH2PS (SI)(AX*1), Y1
+	VMOVUPS (DI)(AX*2), Y0
+	VFMADD231PS Y15, Y1, Y0
+	VCVTPS2PH $0, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, (DI)(AX*2)
+	ADDQ $16, AX
+	DECQ CX
+	JNZ madloop
+
+maddone:
+	VZEROUPPER
+	RET
+
+// func scaleRoundF16AVX2(y *float32, n int, a float32)
+//
+// ggml_vec_scale_f16 likewise: y = f16(y·a) for the first n&^7 elements.
+TEXT ·scaleRoundF16AVX2(SB), NOSPLIT, $0-20
+	MOVQ y+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y15
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ scdone
+
+scloop:
+	VMULPS (DI)(AX*1), Y15, Y0
+	VCVTPS2PH $0, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ $32, AX
+	DECQ CX
+	JNZ scloop
+
+scdone:
+	VZEROUPPER
+	RET
+
+// func dotF16AccAVX2(q *float32, k *uint16, n int, nacc int, acc *[64]float32)
+//
+// The accumulation loop of ggml_vec_dot_f16 over the first n elements (a multiple of
+// 8·nacc): nacc eight-lane accumulators (4: ggml's AVX2 loop; 8: its AVX-512 loop of four
+// 16-lane accumulators, as lo/hi halves), element i going to accumulator (i/8) mod nacc,
+// each a fused multiply-add of the widened key (F16C) and q. acc receives them in order.
+TEXT ·dotF16AccAVX2(SB), NOSPLIT, $0-40
+	MOVQ q+0(FP), DI
+	MOVQ k+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ nacc+24(FP), BX
+	MOVQ acc+32(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX
+	CMPQ BX, $8
+	JEQ acc8
+	SHRQ $5, CX
+	JZ accstore
+
+acc4loop:
+	VCVTPH2PS (SI)(AX*1), Y8
+	VCVTPH2PS 16(SI)(AX*1), Y9
+	VCVTPH2PS 32(SI)(AX*1), Y10
+	VCVTPH2PS 48(SI)(AX*1), Y11
+	VFMADD231PS (DI)(AX*2), Y8, Y0
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3
+	ADDQ $64, AX
+	DECQ CX
+	JNZ acc4loop
+	JMP accstore
+
+acc8:
+	SHRQ $6, CX
+	JZ accstore
+
+acc8loop:
+	VCVTPH2PS (SI)(AX*1), Y8
+	VCVTPH2PS 16(SI)(AX*1), Y9
+	VCVTPH2PS 32(SI)(AX*1), Y10
+	VCVTPH2PS 48(SI)(AX*1), Y11
+	VFMADD231PS (DI)(AX*2), Y8, Y0
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3
+	VCVTPH2PS 64(SI)(AX*1), Y8
+	VCVTPH2PS 80(SI)(AX*1), Y9
+	VCVTPH2PS 96(SI)(AX*1), Y10
+	VCVTPH2PS 112(SI)(AX*1), Y11
+	VFMADD231PS 128(DI)(AX*2), Y8, Y4
+	VFMADD231PS 160(DI)(AX*2), Y9, Y5
+	VFMADD231PS 192(DI)(AX*2), Y10, Y6
+	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	ADDQ $128, AX
+	DECQ CX
+	JNZ acc8loop
+
+accstore:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VZEROUPPER
+	RET

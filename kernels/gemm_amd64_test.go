@@ -41,3 +41,31 @@ func TestAsmDotQ8_0(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmDotF16BothOrders: the F16C key-dot gives dotF16Lanes' bits in both of ggml's lane
+// orders (AVX-512 and AVX2 builds), tails included.
+func TestAsmDotF16BothOrders(t *testing.T) {
+	if !useAsmQ8 {
+		t.Skip("no AVX2/FMA/F16C")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{32, 64, 100, 128, 200} {
+		q, k := make([]float32, n), make([]uint16, n)
+		for i := range q {
+			q[i] = tensor.F16ToF32(tensor.F32ToF16(float32(rng.NormFloat64())))
+			k[i] = tensor.F32ToF16(float32(rng.NormFloat64() * 1e-3))
+		}
+		for _, lanes16 := range []bool{false, true} {
+			got, ok := asmDotF16(q, k, lanes16)
+			if !ok {
+				if n >= 64 || (!lanes16 && n >= 32) {
+					t.Fatalf("n=%d lanes16=%v: assembly did not run", n, lanes16)
+				}
+				continue
+			}
+			if want := dotF16Lanes(q, k, lanes16); got != want {
+				t.Fatalf("n=%d lanes16=%v: assembly %g, Go %g", n, lanes16, got, want)
+			}
+		}
+	}
+}

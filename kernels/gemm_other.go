@@ -9,3 +9,9 @@ func asmDotQ8_0(row []byte, d8 []float32, q []int8) (float32, bool) { return 0, 
 func asmDot4F16(w []uint16, n int, x []float32, acc *[32]float32) int { return 0 }
 
 func asmWidenF16(dst []float32, src []uint16) int { return 0 }
+
+func asmDotF16(q []float32, k []uint16, lanes16 bool) (float32, bool) { return 0, false }
+
+func asmMadRoundF16(y []float32, a float32, x []uint16) int { return 0 }
+
+func asmScaleRoundF16(y []float32, a float32) int { return 0 }
