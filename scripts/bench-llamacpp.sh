@@ -14,6 +14,7 @@
 # (~6 min on 2 idle cores; much longer on a loaded machine). tokenwise is built with
 # GOEXPERIMENT=simd (the AVX2 kernels).
 #
+# Both keep the KV cache in f16 (llama-bench's default; tokenwise --kv-cache-dtype f16).
 # Differences to keep in mind: llama-bench's tg runs from an empty context while tokenwise's
 # decode follows its 128-token prompt (a slightly longer KV cache); both read the same weights.
 # On a machine shared with other busy processes wall-clock rates mostly measure the
@@ -87,12 +88,12 @@ import json, sys
 for r in json.load(sys.stdin):
     name = "pp%d" % r["n_prompt"] if r["n_gen"] == 0 else "tg"
     print("llama", name, r["avg_ts"])' >>"$out/runs.txt"
-			"$tw" bench --model "$m" --threads "$THREADS" --prompt-tokens 128 --gen-tokens "$GEN" --repeats 1 --json |
+			"$tw" bench --model "$m" --kv-cache-dtype f16 --threads "$THREADS" --prompt-tokens 128 --gen-tokens "$GEN" --repeats 1 --json |
 				python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 print("tw pp128", r["prefill_tok_s"]); print("tw tg", r["decode_tok_s"])' >>"$out/runs.txt"
-			"$tw" bench --model "$m" --threads "$THREADS" --prompt-tokens 512 --gen-tokens 1 --repeats 1 --json |
+			"$tw" bench --model "$m" --kv-cache-dtype f16 --threads "$THREADS" --prompt-tokens 512 --gen-tokens 1 --repeats 1 --json |
 				python3 -c '
 import json, sys
 print("tw pp512", json.load(sys.stdin)["prefill_tok_s"])' >>"$out/runs.txt"
