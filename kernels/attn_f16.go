@@ -105,6 +105,18 @@ func dotF16Lanes(q []float32, k []uint16, lanes16 bool) float32 {
 			}
 		}
 	}
+	return reduceDotF16(&acc, lanes16, q, k, np)
+}
+
+// reduceDotF16 finishes ggml_vec_dot_f16 from its four accumulators of 16 or 8 lanes (the
+// elements before np) and adds the tail from np on in float64: the same steps whichever
+// loop (Go, archsimd or assembly) filled the accumulators.
+func reduceDotF16(acc *[4][16]float32, lanes16 bool, q []float32, k []uint16, np int) float32 {
+	epr := 8
+	if lanes16 {
+		epr = 16
+	}
+	n := len(q)
 	for l := range epr {
 		acc[0][l] += acc[2][l]
 		acc[1][l] += acc[3][l]

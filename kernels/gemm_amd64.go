@@ -92,13 +92,7 @@ func asmPairs(out, w, x []float32, n, cols, rows, r int) int {
 		for k := range c {
 			c[k] = lanesSum((*[8]float32)(l[8*k:]))
 		}
-		for i := cols &^ 7; i < cols; i++ {
-			x0, x1 := xt[i], xt[cols+i]
-			for k := range 4 {
-				c[k] += w[k*cols+i] * x0
-				c[4+k] += w[k*cols+i] * x1
-			}
-		}
+		tile4x2Tail(&c, w, cols, xt, cols&^7)
 		copy(out[t*rows+r:t*rows+r+4], c[:4])
 		copy(out[(t+1)*rows+r:(t+1)*rows+r+4], c[4:])
 	}
@@ -118,34 +112,19 @@ func asmDotF16(q []float32, k []uint16, lanes16 bool) (float32, bool) {
 		return 0, false
 	}
 	k = k[:n]
-	var acc [64]float32
-	dotF16AccAVX2(&q[0], &k[0], np, nacc, &acc)
-	a := func(i int) *[8]float32 { return (*[8]float32)(acc[8*i:]) }
-	var r float32
-	if lanes16 {
-		// Accumulators lo/hi of ggml's four 16-lane ones: a0 b0 a1 b1 a2 b2 a3 b3.
-		var t [8]float32
-		for l := range 8 {
-			a0, b0 := a(0)[l]+a(4)[l], a(1)[l]+a(5)[l]
-			a1, b1 := a(2)[l]+a(6)[l], a(3)[l]+a(7)[l]
-			t[l] = (b0 + b1) + (a0 + a1)
+	var raw [64]float32
+	dotF16AccAVX2(&q[0], &k[0], np, nacc, &raw)
+	// The assembly's eight-lane accumulators, as ggml's four accumulators of 16 lanes (lo,
+	// hi halves) or of 8.
+	var acc [4][16]float32
+	for j := range 4 {
+		if lanes16 {
+			copy(acc[j][:], raw[16*j:16*j+16])
+		} else {
+			copy(acc[j][:8], raw[8*j:8*j+8])
 		}
-		r = ((t[4] + t[0]) + (t[6] + t[2])) + ((t[5] + t[1]) + (t[7] + t[3]))
-	} else {
-		var t [8]float32
-		for l := range 8 {
-			t[l] = (a(0)[l] + a(2)[l]) + (a(1)[l] + a(3)[l])
-		}
-		r = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]))
 	}
-	if np == n {
-		return r, true
-	}
-	sum := float64(r)
-	for i := np; i < n; i++ {
-		sum += float64(f16Table[k[i]] * q[i])
-	}
-	return float32(sum), true
+	return reduceDotF16(&acc, lanes16, q, k, np), true
 }
 
 // asmMadRoundF16 is MadRoundF16's vector part: it returns how many leading elements it did.

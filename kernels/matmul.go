@@ -93,3 +93,15 @@ func block4x2(w []float32, n int, x0, x1 []float32) (c00, c01, c02, c03, c10, c1
 func lanesSum(a *[8]float32) float32 {
 	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
 }
+
+// tile4x2Tail adds columns from..n-1 to a 4-row × 2-token tile (c[k]: row k with token 0,
+// c[4+k]: with token 1), the columns past the vector loop of its kernels.
+func tile4x2Tail(c *[8]float32, w []float32, n int, x []float32, from int) {
+	for i := from; i < n; i++ {
+		x0, x1 := x[i], x[n+i]
+		for k := range 4 {
+			c[k] += w[k*n+i] * x0
+			c[4+k] += w[k*n+i] * x1
+		}
+	}
+}

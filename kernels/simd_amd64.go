@@ -301,13 +301,7 @@ func block4x2F32x8(w []float32, n int, x []float32) (c [8]float32) {
 	for k := range c {
 		c[k] = lanesSum(&l[k])
 	}
-	for ; i < n; i++ {
-		x0, x1 := x[i], x[n+i]
-		for k := range 4 {
-			c[k] += w[k*n+i] * x0
-			c[4+k] += w[k*n+i] * x1
-		}
-	}
+	tile4x2Tail(&c, w, n, x, i)
 	return c
 }
 
