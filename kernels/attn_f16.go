@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 
 	"golang.org/x/sys/cpu"
@@ -152,6 +153,55 @@ func reduceDotF16(acc *[4][16]float32, lanes16 bool, q []float32, k []uint16, np
 type FlashF16 struct {
 	acc  []float32 // Σ exp(s−M)·v, every element an f16 value held as float32
 	m, s float32   // running maximum score, running Σ exp(s−M)
+
+	sc, ms, vs []float32 // Attend's scores and per-position softmax factors
+}
+
+// Attend computes out, the attention of q16 (a query rounded to f16, RoundF16) over the
+// cached positions whose rows are rows, in order: position j's key and value are
+// k[rows[j]·stride+off:][:len(q16)] and the same slice of v. It gives the bits of Reset,
+// then Add(DotF16(q16, key)·scale, value) for each position, then Finish, and on AVX2 runs
+// as three passes instead (every score; the online softmax's factors in Go, with expf; the
+// value accumulation with the accumulator in registers), which removes the per-position
+// calls, spills and Go reductions that dominated attention over long contexts.
+func (f *FlashF16) Attend(out, q16 []float32, k, v []uint16, rows []int32, off, stride int, scale float32) {
+	hd := len(q16)
+	n := len(rows)
+	for j, r := range rows {
+		if r < 0 || int(r)*stride+off+hd > min(len(k), len(v)) {
+			panic(fmt.Sprintf("kernels: FlashF16.Attend: position %d's row %d (stride %d, offset %d, %d elements) is outside the cache (%d, %d elements)", j, r, stride, off, hd, len(k), len(v)))
+		}
+	}
+	if n == 0 || !asmAttendF16(hd) {
+		f.Reset(hd)
+		for _, r := range rows {
+			s := int(r)*stride + off
+			f.Add(DotF16(q16, k[s:s+hd])*scale, v[s:s+hd])
+		}
+		f.Finish(out)
+		return
+	}
+	if cap(f.sc) < n {
+		f.sc, f.ms, f.vs = make([]float32, n), make([]float32, n), make([]float32, n)
+	}
+	sc, ms, vs := f.sc[:n], f.ms[:n], f.vs[:n]
+	asmAttnScoresF16(sc, q16, k, rows, off, stride, scale, ggmlAVX512)
+	f.Reset(hd)
+	m, sum := f.m, f.s
+	for j, s := range sc { // Add's softmax steps, without the vector work
+		a, b := float32(1), float32(1)
+		if s > m {
+			a = expf(m - s)
+			m = s
+		} else {
+			b = expf(s - m)
+		}
+		ms[j], vs[j] = a, b
+		sum = float32(sum*a) + b
+	}
+	f.m, f.s = m, sum
+	asmAttnMadSeqF16(f.acc, v, rows, off, stride, ms, vs)
+	f.Finish(out)
 }
 
 // Reset starts a new row with value vectors of dv elements.

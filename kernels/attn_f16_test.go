@@ -249,3 +249,77 @@ func TestSiLUMulGGMLBuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestFlashF16Attend: Attend (the fused assembly passes where they apply) gives the bits of
+// Reset, Add per position, Finish, in both of ggml's lane orders, over head sizes the
+// assembly takes (64, 128, 256) and one it leaves to the Go loop (96), rows in cache order
+// and scattered (a paged cache), with scores spread wide enough for many new maxima.
+func TestFlashF16Attend(t *testing.T) {
+	defer func(v bool) { ggmlAVX512 = v }(ggmlAVX512)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, lanes16 := range []bool{false, true} {
+		ggmlAVX512 = lanes16
+		for _, hd := range []int{64, 96, 128, 256} {
+			for _, n := range []int{1, 2, 7, 65, 300} {
+				const kvHeads = 2
+				stride := kvHeads * hd
+				slots := n + 13
+				kf, vf := make([]float32, slots*stride), make([]float32, slots*stride)
+				for i := range kf {
+					kf[i] = float32(r.NormFloat64() * (1 + r.Float64()))
+					vf[i] = float32(r.NormFloat64())
+				}
+				k, v := make([]uint16, len(kf)), make([]uint16, len(vf))
+				F16Encode(k, kf)
+				F16Encode(v, vf)
+				// Scores of order 1 (softmax weights spread over many positions, so that
+				// any wrong score shows), with a few tiny query elements.
+				q16 := make([]float32, hd)
+				for i := range q16 {
+					q16[i] = float32(r.NormFloat64() * math.Ldexp(1, -14*(i%17/16)))
+				}
+				RoundF16(q16)
+				rows := make([]int32, n)
+				perm := r.Perm(slots)
+				for j := range rows {
+					rows[j] = int32(j)
+					if n%2 == 1 {
+						rows[j] = int32(perm[j])
+					}
+				}
+				off := hd * r.IntN(kvHeads)
+				scale := float32(0.0883883)
+
+				var ref FlashF16
+				ref.Reset(hd)
+				for _, row := range rows {
+					s := int(row)*stride + off
+					ref.Add(DotF16(q16, k[s:s+hd])*scale, v[s:s+hd])
+				}
+				want := make([]float32, hd)
+				ref.Finish(want)
+
+				var f FlashF16
+				got := make([]float32, hd)
+				f.Attend(got, q16, k, v, rows, off, stride, scale)
+				for d := range hd {
+					if math.Float32bits(got[d]) != math.Float32bits(want[d]) {
+						t.Fatalf("lanes16 %v, hd %d, n %d: dim %d = %v, want %v", lanes16, hd, n, d, got[d], want[d])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFlashF16AttendRowsOutside: a row beyond the cache is refused, not read.
+func TestFlashF16AttendRowsOutside(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Attend read past the cache")
+		}
+	}()
+	k := make([]uint16, 4*64)
+	var f FlashF16
+	f.Attend(make([]float32, 64), make([]float32, 64), k, k, []int32{0, 4}, 0, 64, 1)
+}

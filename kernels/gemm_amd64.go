@@ -147,3 +147,29 @@ func asmScaleRoundF16(y []float32, a float32) int {
 	scaleRoundF16AVX2(&y[0], n, a)
 	return n
 }
+
+//go:noescape
+func attnScoresF16AVX2(q *float32, k *uint16, rows *int32, n, stride, hd, nacc int, scale float32, out *float32)
+
+//go:noescape
+func attnMadSeqF16AVX2(acc *float32, v *uint16, rows *int32, n, stride, hd int, ms, vs *float32)
+
+// asmAttendF16 reports whether the fused attention kernels take rows of hd elements: the
+// value loop holds 64 elements at a time, the score loop a multiple of 32 (AVX2 order) or
+// 64 (AVX-512 order).
+func asmAttendF16(hd int) bool { return useAsmQ8 && hd > 0 && hd%64 == 0 }
+
+// asmAttnScoresF16 is FlashF16.Attend's score pass: out[j] = DotF16(q, key rows[j])·scale.
+// The caller has checked that every row lies inside k (the assembly does not).
+func asmAttnScoresF16(out, q []float32, k []uint16, rows []int32, off, stride int, scale float32, lanes16 bool) {
+	nacc := 4
+	if lanes16 {
+		nacc = 8
+	}
+	attnScoresF16AVX2(&q[0], &k[off], &rows[0], len(rows), 2*stride, len(q), nacc, scale, &out[0])
+}
+
+// asmAttnMadSeqF16 is FlashF16.Attend's value pass over acc (see attnMadSeqF16AVX2).
+func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
+	attnMadSeqF16AVX2(&acc[0], &v[off], &rows[0], len(rows), 2*stride, len(acc), &ms[0], &vs[0])
+}

@@ -312,3 +312,238 @@ accstore:
 	VMOVUPS Y7, 224(DX)
 	VZEROUPPER
 	RET
+
+// func attnScoresF16AVX2(q *float32, k *uint16, rows *int32, n int, stride int, hd int, nacc int, scale float32, out *float32)
+//
+// The scores of one query over n cached key rows: out[j] = DotF16(q, key j)·scale, key j
+// at k + rows[j]·stride bytes, hd elements (a multiple of 8·nacc). Each dot is
+// dotF16AccAVX2's loop followed by reduceDotF16's tree in registers (nacc 4: ggml's AVX2
+// reduction; 8: its AVX-512 one), so every score has the bits DotF16 gives, without a
+// call, a spill of the accumulators and a Go reduction per position.
+TEXT ·attnScoresF16AVX2(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), DI
+	MOVQ k+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ stride+32(FP), R10
+	MOVQ hd+40(FP), R11
+	MOVQ nacc+48(FP), BX
+	VBROADCASTSS scale+56(FP), Y15
+	MOVQ out+64(FP), DX
+	TESTQ R9, R9
+	JZ scdone2
+
+scpos:
+	MOVLQSX (R8), AX
+	IMULQ R10, AX
+	LEAQ (SI)(AX*1), R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+	MOVQ R11, CX
+	CMPQ BX, $8
+	JEQ sc16
+
+	SHRQ $5, CX
+
+sc8loop:
+	VCVTPH2PS (R12)(AX*1), Y8
+	VCVTPH2PS 16(R12)(AX*1), Y9
+	VCVTPH2PS 32(R12)(AX*1), Y10
+	VCVTPH2PS 48(R12)(AX*1), Y11
+	VFMADD231PS (DI)(AX*2), Y8, Y0
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3
+	ADDQ $64, AX
+	DECQ CX
+	JNZ sc8loop
+
+	// ggml's AVX2 reduction: (a0+a2)+(a1+a3), 128-bit halves, two horizontal adds.
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	JMP scstore
+
+sc16:
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ $6, CX
+
+sc16loop:
+	VCVTPH2PS (R12)(AX*1), Y8
+	VCVTPH2PS 16(R12)(AX*1), Y9
+	VCVTPH2PS 32(R12)(AX*1), Y10
+	VCVTPH2PS 48(R12)(AX*1), Y11
+	VFMADD231PS (DI)(AX*2), Y8, Y0
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3
+	VCVTPH2PS 64(R12)(AX*1), Y8
+	VCVTPH2PS 80(R12)(AX*1), Y9
+	VCVTPH2PS 96(R12)(AX*1), Y10
+	VCVTPH2PS 112(R12)(AX*1), Y11
+	VFMADD231PS 128(DI)(AX*2), Y8, Y4
+	VFMADD231PS 160(DI)(AX*2), Y9, Y5
+	VFMADD231PS 192(DI)(AX*2), Y10, Y6
+	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	ADDQ $128, AX
+	DECQ CX
+	JNZ sc16loop
+
+	// ggml's AVX-512 reduction of four 16-lane accumulators (lo, hi halves: Y0,Y1 is
+	// accumulator 0, ..., Y6,Y7 accumulator 3): a0+=a2, a1+=a3, a0+=a1, then
+	// _mm512_reduce_add_ps (halves of 8, of 4, then pairs).
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+
+scstore:
+	VMULSS X15, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ $4, DX
+	ADDQ $4, R8
+	DECQ R9
+	JNZ scpos
+
+scdone2:
+	VZEROUPPER
+	RET
+
+// func attnMadSeqF16AVX2(acc *float32, v *uint16, rows *int32, n int, stride int, hd int, ms *float32, vs *float32)
+//
+// The value side of ggml's flash attention for one query over n positions, with the online
+// softmax's factors computed beforehand: for j in order, acc = f16(acc·ms[j]) where
+// ms[j] ≠ 1 (ggml_vec_scale_f16 on a new maximum), then acc = f16(fma(v_j, vs[j], acc))
+// (ggml_vec_mad_f16), v_j at v + rows[j]·stride bytes. hd is a multiple of 64; the
+// accumulator is held in registers 64 elements at a time, so each element sees exactly the
+// sequence of roundings madRoundF16AVX2/scaleRoundF16AVX2 would give it.
+TEXT ·attnMadSeqF16AVX2(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ stride+32(FP), R10
+	MOVQ hd+40(FP), CX
+	MOVQ ms+48(FP), R13
+	MOVQ vs+56(FP), R14
+	SHRQ $6, CX
+	JZ mqdone
+	TESTQ R9, R9
+	JZ mqdone
+
+mqchunk:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	XORQ BX, BX
+
+mqpos:
+	CMPL (R13)(BX*4), $0x3f800000 // ms = 1.0: no new maximum
+	JEQ mqmad
+	VBROADCASTSS (R13)(BX*4), Y8
+	VMULPS Y8, Y0, Y0
+	VMULPS Y8, Y1, Y1
+	VMULPS Y8, Y2, Y2
+	VMULPS Y8, Y3, Y3
+	VMULPS Y8, Y4, Y4
+	VMULPS Y8, Y5, Y5
+	VMULPS Y8, Y6, Y6
+	VMULPS Y8, Y7, Y7
+	VCVTPS2PH $0, Y0, X0
+	VCVTPS2PH $0, Y1, X1
+	VCVTPS2PH $0, Y2, X2
+	VCVTPS2PH $0, Y3, X3
+	VCVTPS2PH $0, Y4, X4
+	VCVTPS2PH $0, Y5, X5
+	VCVTPS2PH $0, Y6, X6
+	VCVTPS2PH $0, Y7, X7
+	VCVTPH2PS X0, Y0
+	VCVTPH2PS X1, Y1
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VCVTPH2PS X4, Y4
+	VCVTPH2PS X5, Y5
+	VCVTPH2PS X6, Y6
+	VCVTPH2PS X7, Y7
+
+mqmad:
+	VBROADCASTSS (R14)(BX*4), Y8
+	MOVLQSX (R8)(BX*4), AX
+	IMULQ R10, AX
+	ADDQ SI, AX
+	VCVTPH2PS (AX), Y9
+	VCVTPH2PS 16(AX), Y10
+	VCVTPH2PS 32(AX), Y11
+	VCVTPH2PS 48(AX), Y12
+	VFMADD231PS Y8, Y9, Y0
+	VFMADD231PS Y8, Y10, Y1
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y8, Y12, Y3
+	VCVTPH2PS 64(AX), Y9
+	VCVTPH2PS 80(AX), Y10
+	VCVTPH2PS 96(AX), Y11
+	VCVTPH2PS 112(AX), Y12
+	VFMADD231PS Y8, Y9, Y4
+	VFMADD231PS Y8, Y10, Y5
+	VFMADD231PS Y8, Y11, Y6
+	VFMADD231PS Y8, Y12, Y7
+	VCVTPS2PH $0, Y0, X0
+	VCVTPS2PH $0, Y1, X1
+	VCVTPS2PH $0, Y2, X2
+	VCVTPS2PH $0, Y3, X3
+	VCVTPS2PH $0, Y4, X4
+	VCVTPS2PH $0, Y5, X5
+	VCVTPS2PH $0, Y6, X6
+	VCVTPS2PH $0, Y7, X7
+	VCVTPH2PS X0, Y0
+	VCVTPH2PS X1, Y1
+	VCVTPH2PS X2, Y2
+	VCVTPH2PS X3, Y3
+	VCVTPH2PS X4, Y4
+	VCVTPH2PS X5, Y5
+	VCVTPH2PS X6, Y6
+	VCVTPH2PS X7, Y7
+	INCQ BX
+	CMPQ BX, R9
+	JLT mqpos
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	DECQ CX
+	JNZ mqchunk
+
+mqdone:
+	VZEROUPPER
+	RET

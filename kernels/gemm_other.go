@@ -15,3 +15,13 @@ func asmDotF16(q []float32, k []uint16, lanes16 bool) (float32, bool) { return 0
 func asmMadRoundF16(y []float32, a float32, x []uint16) int { return 0 }
 
 func asmScaleRoundF16(y []float32, a float32) int { return 0 }
+
+func asmAttendF16(hd int) bool { return false }
+
+func asmAttnScoresF16(out, q []float32, k []uint16, rows []int32, off, stride int, scale float32, lanes16 bool) {
+	panic("kernels: no assembly attention on this architecture")
+}
+
+func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
+	panic("kernels: no assembly attention on this architecture")
+}

@@ -111,10 +111,12 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		scale := ggmlScale(hd)
 		r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				t, h := i/c.NumHeads, i%c.NumHeads
+				t, h := balanced(i, r.n, c.NumHeads)
 				pos := r.pos0 + t
-				attendF16(&r.flash[worker], r.q16[worker], ctx[i*hd:(i+1)*hd], q[i*hd:(i+1)*hd], kc, vc,
-					kvRows{}, firstPos(c, pos), pos, (h/group)*hd, kvDim, scale)
+				j := t*c.NumHeads + h
+				rows := r.kvRows(worker, kvRows{}, firstPos(c, pos), pos)
+				attendF16(&r.flash[worker], r.q16[worker], ctx[j*hd:(j+1)*hd], q[j*hd:(j+1)*hd], kc, vc,
+					rows, (h/group)*hd, kvDim, scale)
 			}
 		})
 		return r.linear(a.o, ctx, r.attnOut)
@@ -197,17 +199,41 @@ func (k kvRows) row(p int) int {
 	return k.blocks[p/k.bs]*k.bs + p%k.bs
 }
 
-// attendF16 writes into out the attention of one query head qh over positions
-// first..last of an f16 cache (the head's vectors at offset off of each kvDim-wide row), as
-// llama.cpp's flash attention computes it (kernels.FlashF16); q16 is scratch of len(qh).
-func attendF16(fl *kernels.FlashF16, q16, out, qh []float32, kc, vc []uint16, rows kvRows, first, last, off, kvDim int, scale float32) {
-	hd := len(qh)
+// attendF16 writes into out the attention of one query head qh over the cache rows rows of
+// an f16 cache (the head's vectors at offset off of each kvDim-wide row), as llama.cpp's
+// flash attention computes it (kernels.FlashF16); q16 is scratch of len(qh).
+func attendF16(fl *kernels.FlashF16, q16, out, qh []float32, kc, vc []uint16, rows []int32, off, kvDim int, scale float32) {
 	copy(q16, qh)
 	kernels.RoundF16(q16)
-	fl.Reset(hd)
-	for p := first; p <= last; p++ {
-		s := rows.row(p)*kvDim + off
-		fl.Add(kernels.DotF16(q16, kc[s:s+hd])*scale, vc[s:s+hd])
+	fl.Attend(out, q16, kc, vc, rows, off, kvDim, scale)
+}
+
+// kvRows returns worker's list of the cache rows of positions first..last, filled from the
+// block table (or the positions themselves) unless it already holds them: the heads of one
+// token, which a worker takes in turn, share it.
+func (r *run) kvRows(worker int, t kvRows, first, last int) []int32 {
+	key := rowsKey{first: first, last: last + 1} // last+1: the zero key is never valid
+	if t.blocks != nil {
+		key.blocks = &t.blocks[0]
 	}
-	fl.Finish(out)
+	rows := r.rows[worker][:last+1-first]
+	if r.rowsKey[worker] != key {
+		for j := range rows {
+			rows[j] = int32(t.row(first + j))
+		}
+		r.rowsKey[worker] = key
+	}
+	return rows
+}
+
+// balanced maps unit i of a pass's tokens × heads to a token and head so that contiguous
+// ranges of units (what the pool hands each worker) carry equal attention work under the
+// causal mask: tokens are taken from both ends in turn (0, n−1, 1, n−2, …), so the worker
+// that gets the short early contexts also gets the long late ones.
+func balanced(i, n, heads int) (t, h int) {
+	u, h := i/heads, i%heads
+	if u%2 == 0 {
+		return u / 2, h
+	}
+	return n - 1 - u/2, h
 }

@@ -411,6 +411,15 @@ type run struct {
 	scores                     [][]float32 // per worker, one row of attention weights
 	flash                      []kernels.FlashF16
 	q16                        [][]float32 // per worker, a query head rounded to f16
+	rows                       [][]int32   // per worker, the cache rows of the attended positions
+	rowsKey                    []rowsKey   // per worker, what rows holds
+}
+
+// rowsKey names the positions a worker's rows slice holds: first..last of one sequence's
+// block table (a paged pass), so consecutive heads of one token reuse it.
+type rowsKey struct {
+	blocks      *int
+	first, last int
 }
 
 func grow(b []float32, n int) []float32 {
@@ -450,10 +459,17 @@ func (r *run) workers(m *Model, ctx int) {
 		r.scores = make([][]float32, nw)
 		r.flash = make([]kernels.FlashF16, nw)
 		r.q16 = make([][]float32, nw)
+		r.rows = make([][]int32, nw)
+		r.rowsKey = make([]rowsKey, nw)
 	}
 	for w := range r.scores {
 		if m.kvF16 {
 			r.q16[w] = grow(r.q16[w], m.cfg.HeadDim)
+			if cap(r.rows[w]) < ctx {
+				r.rows[w] = make([]int32, ctx)
+			}
+			r.rows[w] = r.rows[w][:ctx]
+			r.rowsKey[w] = rowsKey{}
 		} else {
 			r.scores[w] = grow(r.scores[w], ctx)
 		}

@@ -263,11 +263,12 @@ func (c *PagedCache) attention(a *attention, layer int, in []float32) []float32 
 		scale := ggmlScale(hd)
 		r.m.pool.Run(r.n*cfg.NumHeads, 1, func(worker, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				t, h := i/cfg.NumHeads, i%cfg.NumHeads
+				t, h := balanced(i, r.n, cfg.NumHeads)
 				pos := c.tokPos[t]
-				rows := kvRows{blocks: c.chunks[c.tokSeq[t]].Blocks, bs: c.blockSize}
-				attendF16(&r.flash[worker], r.q16[worker], ctx[i*hd:(i+1)*hd], q[i*hd:(i+1)*hd], kc, vc,
-					rows, firstPos(cfg, pos), pos, (h/group)*hd, kvDim, scale)
+				j := t*cfg.NumHeads + h
+				rows := r.kvRows(worker, kvRows{blocks: c.chunks[c.tokSeq[t]].Blocks, bs: c.blockSize}, firstPos(cfg, pos), pos)
+				attendF16(&r.flash[worker], r.q16[worker], ctx[j*hd:(j+1)*hd], q[j*hd:(j+1)*hd], kc, vc,
+					rows, (h/group)*hd, kvDim, scale)
 			}
 		})
 		return r.linear(a.o, ctx, r.attnOut)
