@@ -35,11 +35,6 @@ type CalibrateOptions struct {
 	Log   io.Writer // progress; nil: none
 }
 
-// gemmTokens are the token counts at which the matrix×matrix kernel is measured: its rate
-// grows with the tokens that share each widened weight row, so a 16-token prefill runs
-// slower per FLOP than a 256-token one.
-var gemmTokens = []int{16, 64, 256}
-
 // Calibrate measures this machine into a CPU profile: for each thread count the read
 // bandwidth (a sum over a large array), the FMA peak (a register-only loop) and the rates
 // tokenwise's kernels reach on each weight dtype — matrix×vector as weight bytes per
@@ -54,6 +49,9 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	}
 	if o.ReadMiB <= 0 {
 		o.ReadMiB = 1024
+	}
+	if o.ReadMiB < 8 {
+		return nil, fmt.Errorf("calibrate: read size %d MiB: at least 8 (the shape measurements cut matrices of up to 4 MiB from it)", o.ReadMiB)
 	}
 	if len(o.DTypes) == 0 {
 		o.DTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0"}
@@ -107,6 +105,15 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	}
 	for _, t := range o.Threads {
 		tr := ThreadRates{Threads: t, Kernels: map[string]KernelRates{}}
+		pool := kernels.NewPool(t)
+		ec, err := engineCosts(pool, o.Clock, t, o.Repeats)
+		pool.Close()
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %d threads: %w", t, err)
+		}
+		tr.Engine = ec
+		logf("threads %d: hand-over %.2f µs; per element: norm %.2f ns, add %.2f ns, silu %.2f ns, rope %.2f ns; attention (f32 cache) %v\n",
+			t, ec.RunUs, ec.NormNs, ec.AddNs, ec.SiLUNs, ec.RopeNs, ec.AttnF32)
 		tr.ReadGBs = best(o.Repeats, func() float64 { return readGBs(o.Clock, words, t) })
 		var isa string
 		tr.FMAGFLOPS = best(o.Repeats, func() float64 {
@@ -130,17 +137,27 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 			k := KernelRates{GEMVGBs: medianOf(o.Repeats, func() float64 {
 				return float64(len(kb.big.Data)) / timed(o.Clock, t, func() { kernels.MatVec(pool, kb.out, &kb.big, kb.x, s) }) / 1e9
 			})}
-			for _, n := range gemmTokens {
-				flops := 2 * float64(n) * float64(kb.small.Rows) * float64(kb.small.Cols)
-				g := medianOf((o.Repeats+1)/2, func() float64 {
-					return flops / timed(o.Clock, t, func() { kernels.MatMul(pool, kb.outs, &kb.small, kb.xs, n, s) }) / 1e9
-				})
-				k.GEMM = append(k.GEMM, TokenRate{Tokens: n, GFLOPS: g})
-				k.GEMMGFLOPS = max(k.GEMMGFLOPS, g)
+			var err error
+			if k.CallUs, err = callUs(pool, s, dt, kb.big.Data, o.Clock, t, o.Repeats); err == nil {
+				if k.MatVec, err = matVecGrid(pool, s, dt, kb.big.Data, o.ReadMiB, k.CallUs, o.Clock, t, (o.Repeats+1)/2); err == nil {
+					k.MatMul, err = matMulGrid(pool, s, dt, kb.big.Data, o.Clock, t, (o.Repeats+1)/2)
+				}
+			}
+			if err != nil {
+				pool.Close()
+				return nil, fmt.Errorf("calibrate: %s, %d threads: %w", d, t, err)
+			}
+			// The rate by tokens alone, for what reads it without the shape (forBatch): the
+			// 2048-wide rows.
+			for _, m := range k.MatMul {
+				if m.Cols == 2048 {
+					k.GEMM = append(k.GEMM, TokenRate{Tokens: m.Tokens, GFLOPS: m.GFLOPS})
+					k.GEMMGFLOPS = max(k.GEMMGFLOPS, m.GFLOPS)
+				}
 			}
 			pool.Close()
 			p.Calibration[i].Kernels[d] = k
-			logf("threads %d: %-4s kernels: matvec %.2f GB/s, matmul %v\n", t, d, k.GEMVGBs, k.GEMM)
+			logf("threads %d: %-4s kernels: matvec %.2f GB/s, call %.2f µs, matvec by cols/set %v, matmul by cols/tokens %v\n", t, d, k.GEMVGBs, k.CallUs, k.MatVec, k.MatMul)
 		}
 		runtime.GC()
 	}
@@ -277,13 +294,10 @@ func fmaGFLOPS(clock string, threads int) (float64, string) {
 	return total / el / 1e9, isa
 }
 
-// kernelBench holds one weight matrix per dtype for the kernel measurements.
+// kernelBench holds the weights of the kernel measurements for one dtype.
 type kernelBench struct {
-	big      kernels.Mat // ReadMiB of weights: the decode product streams it from memory
-	small    kernels.Mat // the prefill product's weights (stays in cache, as a model's layer does)
-	x, out   []float32
-	xs, outs []float32
-	tokens   int
+	big    kernels.Mat // ReadMiB of weights: the decode product streams it from memory
+	x, out []float32
 }
 
 // newBench builds the matrices from a pool of 512 random rows, each matrix row copied from
@@ -308,25 +322,13 @@ func newBench(dt tensor.DType, mib int) (*kernelBench, error) {
 		src := pick.IntN(poolRows) * rowBytes
 		copy(data[r*rowBytes:(r+1)*rowBytes], pool[src:src+rowBytes])
 	}
-	b := &kernelBench{tokens: gemmTokens[len(gemmTokens)-1]}
+	b := &kernelBench{}
 	if b.big, err = kernels.NewMat(dt, rows, cols, data); err != nil {
 		return nil, err
 	}
-	const smallRows = 1024
-	if b.small, err = kernels.NewMat(dt, smallRows, cols, data[:smallRows*rowBytes]); err != nil {
-		return nil, err
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	b.x = make([]float32, cols)
-	for i := range b.x {
-		b.x[i] = float32(rng.NormFloat64())
-	}
+	// The shape grids (calibrate_engine.go) cut their matrices from the same bytes.
+	b.x = randomVec(cols, 1)
 	b.out = make([]float32, rows)
-	b.xs = make([]float32, b.tokens*cols)
-	for i := range b.xs {
-		b.xs[i] = float32(rng.NormFloat64())
-	}
-	b.outs = make([]float32, b.tokens*smallRows)
 	return b, nil
 }
 

@@ -23,7 +23,10 @@ type PhaseEstimate struct {
 	ComputeS float64 `json:"compute_s"`
 	MemoryS  float64 `json:"memory_s"`
 	Bound    string  `json:"bound"` // "compute" or "memory"
-	TokS     float64 `json:"tok_s"`
+	// OverheadS is the part of Seconds that is neither FLOPs nor bytes: the engine's
+	// per-call, per-layer and attention costs (calibrated CPU profiles only, engine.go).
+	OverheadS float64 `json:"overhead_s,omitempty"`
+	TokS      float64 `json:"tok_s"`
 	// SecondsPerToken is the phase's time divided by the tokens it handled.
 	SecondsPerToken float64 `json:"seconds_per_token"`
 	// Intensity is FLOPs per byte moved: above the device's FLOPS/bandwidth ridge the
@@ -109,23 +112,22 @@ func (s *Shape) Estimate(p *Profile, w Workload) (*Estimate, error) {
 		e.MaxSeqs = int(free / e.KVBytesPerSeq)
 	}
 
-	e.Prefill = phase(r.forBatch(w.Prompt*w.Batch), s.Prefill(w.Prompt, w.Batch, w.DType, w.KV, act), w.Prompt*w.Batch)
+	pw := s.Prefill(w.Prompt, w.Batch, w.DType, w.KV, act)
+	pc := s.pass(r, pw, w.Prompt, w.Batch, 0, w.DType, w.KV)
+	e.Prefill = PhaseEstimate{Work: pw, Tokens: w.Prompt * w.Batch, Seconds: pc.Seconds, ComputeS: pc.Compute, MemoryS: pc.Memory, OverheadS: pc.Overhead}
+	finish(&e.Prefill)
 	// Decode step j attends over prompt + j cached tokens; the steps are summed one by one
 	// because each is max(compute, memory) of its own.
-	dr := r.forBatch(w.Batch)
 	var dw Work
-	var ds, dc, dm, headS float64
+	var ds, dc, dm, do, headS float64
 	for j := range w.Output {
 		step := s.DecodeStep(w.Prompt+j, w.Batch, w.DType, w.KV, act)
-		t, c, m := dr.Time(step)
+		c := s.pass(r, step, 1, w.Batch, w.Prompt+j, w.DType, w.KV)
 		dw.add(step)
-		ds, dc, dm = ds+t, dc+c, dm+m
-		// The head alone, under the same roofline.
-		head := Work{FLOPs: step.LMHeadFLOPs, WeightBytes: step.LMHeadBytes}
-		ht, _, _ := dr.Time(head)
-		headS += ht
+		ds, dc, dm, do = ds+c.Seconds, dc+c.Compute, dm+c.Memory, do+c.Overhead
+		headS += c.Head // the head alone, under the same model
 	}
-	e.Decode = PhaseEstimate{Work: dw, Tokens: w.Output * w.Batch, Seconds: ds, ComputeS: dc, MemoryS: dm}
+	e.Decode = PhaseEstimate{Work: dw, Tokens: w.Output * w.Batch, Seconds: ds, ComputeS: dc, MemoryS: dm, OverheadS: do}
 	finish(&e.Decode)
 	e.PrefillTokS, e.DecodeTokS = e.Prefill.TokS, e.Decode.TokS
 	if e.Decode.Tokens > 0 && e.Prefill.SecondsPerToken > 0 {
@@ -138,13 +140,6 @@ func (s *Shape) Estimate(p *Profile, w Workload) (*Estimate, error) {
 	}
 	e.RidgeBatch = s.RidgeBatch(r, w.Prompt+w.Output/2, w.DType, w.KV, act)
 	return e, nil
-}
-
-func phase(r Rates, w Work, tokens int) PhaseEstimate {
-	t, c, m := r.Time(w)
-	p := PhaseEstimate{Work: w, Tokens: tokens, Seconds: t, ComputeS: c, MemoryS: m}
-	finish(&p)
-	return p
 }
 
 func finish(p *PhaseEstimate) {
@@ -166,8 +161,8 @@ func finish(p *PhaseEstimate) {
 // contexts may never get there).
 func (s *Shape) RidgeBatch(r Rates, ctx int, dt, kv, act Precision) int {
 	bound := func(b int) bool {
-		_, c, m := r.forBatch(b).Time(s.DecodeStep(ctx, b, dt, kv, act))
-		return c >= m
+		c := s.pass(r, s.DecodeStep(ctx, b, dt, kv, act), 1, b, ctx, dt, kv)
+		return c.Compute >= c.Memory
 	}
 	if !bound(1 << 16) {
 		return 0
@@ -201,13 +196,14 @@ func (s *Shape) Sweep(p *Profile, w Workload, batches []int) ([]SweepPoint, erro
 	act := activationPrecision(p)
 	var out []SweepPoint
 	for _, b := range batches {
-		pt, _, _ := r.forBatch(w.Prompt * b).Time(s.Prefill(w.Prompt, b, w.DType, w.KV, act))
-		dt, c, m := r.forBatch(b).Time(s.DecodeStep(w.Prompt+w.Output/2, b, w.DType, w.KV, act))
+		ctx := w.Prompt + w.Output/2
+		pt := s.pass(r, s.Prefill(w.Prompt, b, w.DType, w.KV, act), w.Prompt, b, 0, w.DType, w.KV)
+		dt := s.pass(r, s.DecodeStep(ctx, b, w.DType, w.KV, act), 1, b, ctx, w.DType, w.KV)
 		bound := "memory"
-		if c >= m {
+		if dt.Compute >= dt.Memory {
 			bound = "compute"
 		}
-		out = append(out, SweepPoint{Batch: b, PrefillPerTokS: pt / float64(b*w.Prompt), DecodePerTokS: dt / float64(b), DecodeBound: bound})
+		out = append(out, SweepPoint{Batch: b, PrefillPerTokS: pt.Seconds / float64(b*w.Prompt), DecodePerTokS: dt.Seconds / float64(b), DecodeBound: bound})
 	}
 	return out, nil
 }

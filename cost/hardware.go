@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -58,6 +59,10 @@ type ThreadRates struct {
 	// (matrix×vector, as bytes of weight read per second) and the prefill product
 	// (matrix×matrix, as FLOP/s).
 	Kernels map[string]KernelRates `json:"kernels,omitempty"`
+	// Engine is what the forward pass costs besides its matrix products (engine.go). With
+	// it and the kernels' MatVec table, predictions time the engine's calls one by one;
+	// without it (GPU profiles, older calibrations) they are the plain roofline.
+	Engine *EngineCosts `json:"engine,omitempty"`
 }
 
 // KernelRates are measured rates of the project's kernels on one weight dtype.
@@ -65,6 +70,29 @@ type KernelRates struct {
 	GEMVGBs    float64     `json:"gemv_gb_s"`
 	GEMMGFLOPS float64     `json:"gemm_gflops"`    // the best of GEMM
 	GEMM       []TokenRate `json:"gemm,omitempty"` // by tokens per pass
+	// MatVec is the decode product's streaming rate by row width and by the bytes of
+	// weights cycled through (a model's weights per step: caches hold part of a small
+	// model). MatMul is the prefill product's rate by row width and tokens. CallUs is
+	// the fixed cost of one product call (activation conversion, hand-over to the
+	// workers and back). Absent in profiles calibrated before they were measured.
+	MatVec []MatVecRate `json:"matvec,omitempty"`
+	MatMul []MatMulRate `json:"matmul,omitempty"`
+	CallUs float64      `json:"call_us,omitempty"`
+}
+
+// MatVecRate is the matrix×vector rate on rows of Cols weights, cycling through SetMiB of
+// weights held as matrices of a few MiB each, with the per-call cost taken out.
+type MatVecRate struct {
+	Cols   int     `json:"cols"`
+	SetMiB int     `json:"set_mib"`
+	GBs    float64 `json:"gb_s"`
+}
+
+// MatMulRate is the matrix×matrix rate on rows of Cols weights for Tokens tokens per pass.
+type MatMulRate struct {
+	Cols   int     `json:"cols"`
+	Tokens int     `json:"tokens"`
+	GFLOPS float64 `json:"gflops"`
 }
 
 // TokenRate is the matrix×matrix rate at a number of tokens per pass.
@@ -132,6 +160,9 @@ func (p *Profile) Validate() error {
 		if c.Threads <= 0 || c.ReadGBs <= 0 || c.FMAGFLOPS <= 0 {
 			return fmt.Errorf("calibration[%d]: threads, read_gb_s and fma_gflops must be positive", i)
 		}
+		if err := c.validateEngine(); err != nil {
+			return fmt.Errorf("calibration[%d]: %w", i, err)
+		}
 	}
 	return nil
 }
@@ -149,6 +180,12 @@ type Rates struct {
 	MatVecFLOPS float64 `json:"matvec_flops,omitempty"`
 	// GEMM, when set, is the matrix×matrix rate by tokens per pass; forBatch interpolates it.
 	GEMM []TokenRate `json:"gemm,omitempty"`
+	// MatVec, MatMul, CallUs and Engine, when set (a CPU profile from a calibrate that
+	// measured them), time a pass call by call as the engine runs it (engine.go).
+	MatVec []MatVecRate `json:"matvec,omitempty"`
+	MatMul []MatMulRate `json:"matmul,omitempty"`
+	CallUs float64      `json:"call_us,omitempty"`
+	Engine *EngineCosts `json:"engine,omitempty"`
 }
 
 // forBatch is the rates for a pass of `tokens` tokens per weight read: one token runs the
@@ -221,6 +258,10 @@ func (p *Profile) Rates(dt Precision, threads int) (Rates, error) {
 		if f, ok := c.Kernels["f32"]; ok && f.GEMVGBs > 0 {
 			r.OtherBW = f.GEMVGBs * 1e9 // the KV cache is f32 and read by the same loops
 		}
+		if len(k.MatVec) > 0 && c.Engine != nil {
+			r.MatVec, r.MatMul, r.CallUs, r.Engine = k.MatVec, k.MatMul, k.CallUs, c.Engine
+			r.Basis += ", engine calls timed one by one"
+		}
 	}
 	return r, nil
 }
@@ -234,3 +275,38 @@ func (r Rates) Time(w Work) (seconds, compute, memory float64) {
 
 // MemBytes is the device memory in bytes (0 if unknown).
 func (p *Profile) MemBytes() float64 { return p.MemGB * 1e9 }
+
+// validateEngine checks the engine model's measurements where a profile has them: every
+// rate must be positive and every cost non-negative, or a prediction would divide by zero
+// or run backwards.
+func (c ThreadRates) validateEngine() error {
+	if e := c.Engine; e != nil {
+		if e.RunUs < 0 || e.NormNs < 0 || e.AddNs < 0 || e.SiLUNs < 0 || e.RopeNs < 0 || e.AnglesNs < 0 {
+			return errors.New("engine: per-call and per-element costs must not be negative")
+		}
+		if len(e.AttnF32) == 0 {
+			return errors.New("engine: attn_f32 is empty")
+		}
+		for _, a := range append(slices.Clone(e.AttnF32), e.AttnF16...) {
+			if a.HeadDim <= 0 || a.Ns <= 0 || a.HeadNs < 0 {
+				return fmt.Errorf("engine: attention at head_dim %d: %g ns per position, %g ns per head: want positive, not negative", a.HeadDim, a.Ns, a.HeadNs)
+			}
+		}
+	}
+	for d, k := range c.Kernels {
+		if k.CallUs < 0 {
+			return fmt.Errorf("kernels[%s]: call_us %g is negative", d, k.CallUs)
+		}
+		for _, m := range k.MatVec {
+			if m.Cols <= 0 || m.SetMiB <= 0 || m.GBs <= 0 {
+				return fmt.Errorf("kernels[%s].matvec: cols %d, set %d MiB, %g GB/s: all must be positive", d, m.Cols, m.SetMiB, m.GBs)
+			}
+		}
+		for _, m := range k.MatMul {
+			if m.Cols <= 0 || m.Tokens <= 0 || m.GFLOPS <= 0 {
+				return fmt.Errorf("kernels[%s].matmul: cols %d, %d tokens, %g GFLOP/s: all must be positive", d, m.Cols, m.Tokens, m.GFLOPS)
+			}
+		}
+	}
+	return nil
+}

@@ -128,9 +128,9 @@ func (s *Shape) planTP(p *Profile, r Rates, in PlanInput, tp int) (*Plan, string
 	capB := min(maxSeqs, in.MaxBatch)
 	// A pass on tp devices: each does 1/tp of the work, then two all-reduces per layer
 	// (after attention and after the MLP) of the tokens' hidden states.
-	passTime := func(w Work, tokens int) float64 {
-		t, _, _ := r.forBatch(tokens).Time(w)
-		t /= float64(tp)
+	passTime := func(w Work, n, batch, ctx int) float64 {
+		tokens := n * batch
+		t := s.pass(r, w, n, batch, ctx, in.DType, in.KV).Seconds / float64(tp)
 		if tp > 1 {
 			bytes := float64(tokens) * float64(s.Hidden) * act.Bytes
 			ring := 2 * float64(tp-1) / float64(tp) * bytes / (p.Interconnect.GBs * 1e9)
@@ -139,8 +139,8 @@ func (s *Shape) planTP(p *Profile, r Rates, in PlanInput, tp int) (*Plan, string
 		return t
 	}
 	ctx := in.Prompt + in.Output/2
-	prefill := passTime(s.Prefill(in.Prompt, 1, in.DType, in.KV, act), in.Prompt)
-	step := func(b int) float64 { return passTime(s.DecodeStep(ctx, b, in.DType, in.KV, act), b) }
+	prefill := passTime(s.Prefill(in.Prompt, 1, in.DType, in.KV, act), in.Prompt, 1, 0)
+	step := func(b int) float64 { return passTime(s.DecodeStep(ctx, b, in.DType, in.KV, act), 1, b, ctx) }
 	perReq := func(b int) float64 { return prefill + float64(in.Output)*step(b)/float64(b) }
 	capacity := 1 / perReq(capB)
 

@@ -1,0 +1,284 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tokenwise/tokenwise/kernels"
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// What Calibrate measures for the engine model (engine.go). Everything runs through the
+// kernels package's public entry points, the ones the model calls, so a faster kernel shows
+// up in the next calibration without a change here.
+
+// matVecCols are the row widths at which the decode product is measured: the hidden sizes
+// and MLP widths of the models tokenwise runs, from SmolLM2-135M's 576 to the 8192-wide
+// down-projection rows of a 1B model. engine.go interpolates between them in log(cols).
+var matVecCols = []int{576, 1024, 2048, 8192}
+
+// matVecSetsMiB are the weights cycled through per pass, besides ReadMiB (memory): a
+// decode step streams all of a model's weights once, and a small model's stay partly in
+// the last-level cache between steps (this project's Xeon reports 260 MiB of L3).
+var matVecSetsMiB = []int{32, 128, 256}
+
+// matVecMatrixMiB is the size of each matrix the sets are made of: a layer's projections
+// are 0.2-33 MB; a few MiB keeps per-call costs (measured apart) a small correction.
+const matVecMatrixMiB = 2
+
+// matMulTokens and matMulElems: the prefill product at each width of matVecCols, for
+// matrices of about 2²⁰ weights (rows = 2²⁰/cols) and these token counts.
+var matMulTokens = []int{4, 16, 64, 256}
+
+const matMulElems = 1 << 20
+
+// minTimed is how long one timing runs at least: long enough for the clock and a few
+// scheduler ticks to wash out, short enough that a calibration takes seconds.
+const minTimed = 0.01
+
+// perCall times f: each of repeats timings calls it in doubling batches until minTimed of
+// wall time has passed, and the median of the seconds per call is returned. (Sizing one
+// fixed loop from a first timing instead would let a single preemption during that timing
+// shrink every loop to a few microseconds, each then at the mercy of the scheduler.)
+func perCall(clock string, threads, repeats int, f func()) float64 {
+	return timeCalls(medianOf, clock, threads, repeats, f)
+}
+
+// fastestCall is perCall with the fastest timing instead of the median: for the engine's
+// small fixed costs (microseconds per call, nanoseconds per element), where one preemption
+// in a timing multiplies the result, and noise only ever adds.
+func fastestCall(clock string, threads, repeats int, f func()) float64 {
+	return timeCalls(func(n int, f func() float64) float64 { return -best(n, func() float64 { return -f() }) }, clock, threads, max(repeats, 3), f)
+}
+
+func timeCalls(reduce func(int, func() float64) float64, clock string, threads, repeats int, f func()) float64 {
+	f() // warm: page in, grow scratch buffers
+	return reduce(repeats, func() float64 {
+		calls := 0
+		el := timed(clock, threads, func() {
+			start := time.Now()
+			for batch := 1; ; batch *= 2 {
+				for range batch {
+					f()
+				}
+				calls += batch
+				if time.Since(start).Seconds() >= minTimed {
+					return
+				}
+			}
+		})
+		return el / float64(calls)
+	})
+}
+
+// callUs is the fixed cost of one product call in microseconds: a matrix×vector product of
+// 4 rows per thread (a few kB of weights, in cache), activation conversion and hand-over
+// included.
+func callUs(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []byte, clock string, threads, repeats int) (float64, error) {
+	const cols = 1024
+	rows := 4 * pool.Threads()
+	rb, err := dt.BytesFor(cols)
+	if err != nil {
+		return 0, err
+	}
+	m, err := kernels.NewMat(dt, rows, cols, data[:rows*rb])
+	if err != nil {
+		return 0, err
+	}
+	x, out := randomVec(cols, 21), make([]float32, rows)
+	return 1e6 * fastestCall(clock, threads, repeats, func() { kernels.MatVec(pool, out, &m, x, s) }), nil
+}
+
+// matVecGrid measures the decode product at each width of matVecCols over each weight set,
+// made of matVecMatrixMiB matrices cut from data (whose rows were built from random rows, so
+// any cut is valid weights: every dtype's element or block boundaries fall on row widths that
+// are multiples of 32). The per-call cost is taken out, since engine.go adds it per call.
+func matVecGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []byte, readMiB int, call float64, clock string, threads, repeats int) ([]MatVecRate, error) {
+	var sets []int
+	for _, m := range matVecSetsMiB {
+		if m < readMiB {
+			sets = append(sets, m)
+		}
+	}
+	sets = append(sets, readMiB)
+	var out []MatVecRate
+	for _, cols := range matVecCols {
+		rb, err := dt.BytesFor(cols)
+		if err != nil {
+			return nil, err
+		}
+		rows := max(4, (matVecMatrixMiB<<20)/rb/4*4)
+		mb := rows * rb
+		x, y := randomVec(cols, int64(cols)), make([]float32, rows)
+		for _, set := range sets {
+			n := max(1, min(set<<20, len(data))/mb)
+			mats := make([]kernels.Mat, n)
+			for i := range mats {
+				if mats[i], err = kernels.NewMat(dt, rows, cols, data[i*mb:(i+1)*mb]); err != nil {
+					return nil, err
+				}
+			}
+			sec := perCall(clock, threads, repeats, func() {
+				for i := range mats {
+					kernels.MatVec(pool, y, &mats[i], x, s)
+				}
+			})
+			stream := max(sec-float64(n)*call*1e-6, sec/2) // the call costs; never more than half
+			out = append(out, MatVecRate{Cols: cols, SetMiB: set, GBs: float64(n*mb) / stream / 1e9})
+		}
+	}
+	return out, nil
+}
+
+// matMulGrid measures the prefill product at each width of matVecCols and each token count
+// of matMulTokens, on matrices of matMulElems weights cut from data.
+func matMulGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []byte, clock string, threads, repeats int) ([]MatMulRate, error) {
+	maxT := matMulTokens[len(matMulTokens)-1]
+	var out []MatMulRate
+	for _, cols := range matVecCols {
+		rb, err := dt.BytesFor(cols)
+		if err != nil {
+			return nil, err
+		}
+		rows := max(4, matMulElems/cols/4*4)
+		m, err := kernels.NewMat(dt, rows, cols, data[:rows*rb])
+		if err != nil {
+			return nil, err
+		}
+		x, y := randomVec(maxT*cols, int64(cols)+1), make([]float32, maxT*rows)
+		for _, t := range matMulTokens {
+			sec := perCall(clock, threads, repeats, func() { kernels.MatMul(pool, y, &m, x, t, s) })
+			out = append(out, MatMulRate{Cols: cols, Tokens: t, GFLOPS: 2 * float64(t) * float64(rows) * float64(cols) / sec / 1e9})
+		}
+	}
+	return out, nil
+}
+
+// engineCosts measures the non-product work of a forward pass with the pool's threads. The
+// vector operations run on the calling goroutine alone, as in the model, so they are timed
+// as one thread's work whatever the clock.
+func engineCosts(pool *kernels.Pool, clock string, threads, repeats int) (*EngineCosts, error) {
+	e := &EngineCosts{}
+	nop := func(int, int, int) {}
+	e.RunUs = 1e6 * fastestCall(clock, threads, repeats, func() { pool.Run(pool.Threads(), 1, nop) })
+
+	const d = 1024
+	x, w, y := randomVec(d, 31), randomVec(d, 32), make([]float32, d)
+	e.NormNs = 1e9 / d * fastestCall(clock, 1, repeats, func() { kernels.RMSNormGGML(y, x, w, 1e-6) })
+	e.AddNs = 1e9 / d * fastestCall(clock, 1, repeats, func() { kernels.Add(y, x) })
+	// SiLUMul overwrites gate; a fresh copy each time keeps the values (and their timing)
+	// those of an activation rather than decaying towards subnormals. The copy is counted.
+	const di = 3072
+	g0, g, u := randomVec(di, 33), make([]float32, di), randomVec(di, 34)
+	e.SiLUNs = 1e9 / di * fastestCall(clock, 1, repeats, func() { copy(g, g0); kernels.SiLUMul(g, u) })
+	const heads, hd = 16, 128
+	q0, qv := randomVec(heads*hd, 35), make([]float32, heads*hd)
+	cos, sin := make([]float32, hd/2), make([]float32, hd/2)
+	rope := kernels.NewRope(hd, 1e6, 1, nil)
+	pos := 0
+	e.AnglesNs = 1e9 / (hd / 2) * fastestCall(clock, 1, repeats, func() { rope.Angles(cos, sin, pos); pos = (pos + 1) % 256 })
+	rope.Angles(cos, sin, 17)
+	// Rotations compound: after millions of them some pairs (|cos|²+|sin|² a rounding
+	// below 1) have decayed to subnormals and slowed 100-fold. So each call rotates a fresh
+	// copy, as the model rotates fresh projections; the copy is counted.
+	e.RopeNs = 1e9 / (heads * hd) * fastestCall(clock, 1, repeats, func() {
+		copy(qv, q0)
+		for h := range heads {
+			kernels.RopeHalf(qv[h*hd:(h+1)*hd], cos, sin)
+		}
+	})
+	for _, hd := range []int{64, 128} {
+		a, err := attnCost(pool, hd, false, e.RunUs, clock, threads, repeats)
+		if err != nil {
+			return nil, err
+		}
+		e.AttnF32 = append(e.AttnF32, a)
+		if a, err = attnCost(pool, hd, true, e.RunUs, clock, threads, repeats); err != nil {
+			return nil, err
+		}
+		e.AttnF16 = append(e.AttnF16, a)
+	}
+	return e, nil
+}
+
+// attnCost times one layer's attention for 16 query heads over 8 KV heads at head dimension
+// hd, as model/layers.go runs it for one token (one pool hand-over, the heads split among the
+// workers), at two context lengths; the difference gives the cost per head and position, the
+// rest the cost per head. With f16 the cache is f16 and each head runs llama.cpp's flash
+// attention (kernels.FlashF16); else an f32 cache with a dot product per position, the
+// softmax and the weighted sum of values.
+func attnCost(pool *kernels.Pool, hd int, f16 bool, runUs float64, clock string, threads, repeats int) (AttnRate, error) {
+	const heads, kvHeads, short, long = 16, 8, 32, 512
+	kvDim := kvHeads * hd
+	group := heads / kvHeads
+	q := randomVec(heads*hd, 41)
+	out := make([]float32, heads*hd)
+	kc, vc := randomVec(long*kvDim, 42), randomVec(long*kvDim, 43)
+	kc16, vc16 := make([]uint16, len(kc)), make([]uint16, len(vc))
+	kernels.F16Encode(kc16, kc)
+	kernels.F16Encode(vc16, vc)
+	nw := pool.Threads()
+	scores := make([][]float32, nw)
+	q16 := make([][]float32, nw)
+	flash := make([]kernels.FlashF16, nw)
+	for w := range nw {
+		scores[w], q16[w] = make([]float32, long), make([]float32, hd)
+	}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	layer := func(positions int) func() {
+		return func() {
+			pool.Run(heads, 1, func(worker, lo, hi int) {
+				for i := lo; i < hi; i++ {
+					g := i / group
+					qh, o := q[i*hd:(i+1)*hd], out[i*hd:(i+1)*hd]
+					if f16 {
+						qr := q16[worker]
+						copy(qr, qh)
+						kernels.RoundF16(qr)
+						fl := &flash[worker]
+						fl.Reset(hd)
+						for p := range positions {
+							s := p*kvDim + g*hd
+							fl.Add(kernels.DotF16(qr, kc16[s:s+hd])*scale, vc16[s:s+hd])
+						}
+						fl.Finish(o)
+						continue
+					}
+					sc := scores[worker][:positions]
+					for p := range sc {
+						sc[p] = kernels.Dot(qh, kc[p*kvDim+g*hd:p*kvDim+(g+1)*hd]) * scale
+					}
+					kernels.Softmax(sc)
+					clear(o)
+					for p, s := range sc {
+						kernels.AddScaled(o, s, vc[p*kvDim+g*hd:p*kvDim+(g+1)*hd])
+					}
+				}
+			})
+		}
+	}
+	ts := fastestCall(clock, threads, repeats, layer(short))
+	tl := fastestCall(clock, threads, repeats, layer(long))
+	perPos := (tl - ts) / float64(heads*(long-short))
+	if perPos <= 0 {
+		// Noise (a busy neighbour during the short timing): charge it all per position.
+		perPos = tl / float64(heads*long)
+	}
+	perHead := max(0, (ts-runUs*1e-6)/heads-perPos*short)
+	if perPos <= 0 || math.IsInf(perPos, 0) || math.IsNaN(perPos) {
+		return AttnRate{}, fmt.Errorf("attention at head dimension %d: %g s per pass over %d positions", hd, tl, long)
+	}
+	return AttnRate{HeadDim: hd, Ns: perPos * 1e9, HeadNs: perHead * 1e9}, nil
+}
+
+// randomVec is n N(0, 1) values from a fixed seed.
+func randomVec(n int, seed int64) []float32 {
+	rng := rand.New(rand.NewPCG(uint64(seed), 99))
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
