@@ -164,26 +164,35 @@ func engineCosts(pool *kernels.Pool, clock string, threads, repeats int) (*Engin
 	nop := func(int, int, int) {}
 	e.RunUs = 1e6 * fastestCall(clock, threads, repeats, func() { pool.Run(pool.Threads(), 1, nop) })
 
+	// Each timed call of a scalar operation starts with a short vector dot product, as every
+	// vector operation in the model follows a product. Measured here: once a signal (the Go
+	// runtime's preemption every 10 ms of a running loop) has been handled, the upper halves
+	// of the AVX-512 registers count as in use, and every SSE instruction of Go's scalar float
+	// code then runs ~80× slower (RoPE: 160 instead of 2 ns per element) until an AVX
+	// routine's VZEROUPPER clears them; the kernels' assembly does that on return.
+	z := randomVec(64, 30)
+	clean := func() { kernels.Dot(z, z) }
 	const d = 1024
 	x, w, y := randomVec(d, 31), randomVec(d, 32), make([]float32, d)
-	e.NormNs = 1e9 / d * fastestCall(clock, 1, repeats, func() { kernels.RMSNormGGML(y, x, w, 1e-6) })
-	e.AddNs = 1e9 / d * fastestCall(clock, 1, repeats, func() { kernels.Add(y, x) })
+	e.NormNs = 1e9 / d * fastestCall(clock, 1, repeats, func() { clean(); kernels.RMSNormGGML(y, x, w, 1e-6) })
+	e.AddNs = 1e9 / d * fastestCall(clock, 1, repeats, func() { clean(); kernels.Add(y, x) })
 	// SiLUMul overwrites gate; a fresh copy each time keeps the values (and their timing)
 	// those of an activation rather than decaying towards subnormals. The copy is counted.
 	const di = 3072
 	g0, g, u := randomVec(di, 33), make([]float32, di), randomVec(di, 34)
-	e.SiLUNs = 1e9 / di * fastestCall(clock, 1, repeats, func() { copy(g, g0); kernels.SiLUMul(g, u) })
+	e.SiLUNs = 1e9 / di * fastestCall(clock, 1, repeats, func() { clean(); copy(g, g0); kernels.SiLUMul(g, u) })
 	const heads, hd = 16, 128
 	q0, qv := randomVec(heads*hd, 35), make([]float32, heads*hd)
 	cos, sin := make([]float32, hd/2), make([]float32, hd/2)
 	rope := kernels.NewRope(hd, 1e6, 1, nil)
 	pos := 0
-	e.AnglesNs = 1e9 / (hd / 2) * fastestCall(clock, 1, repeats, func() { rope.Angles(cos, sin, pos); pos = (pos + 1) % 256 })
+	e.AnglesNs = 1e9 / (hd / 2) * fastestCall(clock, 1, repeats, func() { clean(); rope.Angles(cos, sin, pos); pos = (pos + 1) % 256 })
 	rope.Angles(cos, sin, 17)
 	// Rotations compound: after millions of them some pairs (|cos|²+|sin|² a rounding
 	// below 1) have decayed to subnormals and slowed 100-fold. So each call rotates a fresh
 	// copy, as the model rotates fresh projections; the copy is counted.
 	e.RopeNs = 1e9 / (heads * hd) * fastestCall(clock, 1, repeats, func() {
+		clean()
 		copy(qv, q0)
 		for h := range heads {
 			kernels.RopeHalf(qv[h*hd:(h+1)*hd], cos, sin)

@@ -102,11 +102,20 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 	var pc passCost
 	var calls float64
 	// product adds `times` calls of a rows×cols product over t tokens: the larger of its
-	// FLOP and byte times (the roofline, per call), plus the call's fixed cost.
+	// FLOP and byte times (the roofline, per call), plus the call's fixed cost. One token
+	// runs the matrix×vector kernel, whose measured streaming rate already includes its
+	// arithmetic: its time is the byte time (its FLOPs, at the matrix×matrix kernel's best
+	// rate, only say how far from compute-bound it is).
 	product := func(rows, cols, t int, times float64) float64 {
 		bytes := float64(rows) * float64(cols) * dt.Bytes
+		flops := 2 * float64(t) * float64(rows) * float64(cols)
 		mem := bytes / r.matVecBW(cols, set)
-		comp := 2 * float64(t) * float64(rows) * float64(cols) / r.matMulFLOPS(t, cols)
+		var comp float64
+		if t == 1 {
+			comp = flops / r.FLOPS
+		} else {
+			comp = flops / r.matMulFLOPS(t, cols)
+		}
 		pc.Compute += times * comp
 		pc.Memory += times * mem
 		calls += times * r.CallUs * 1e-6
@@ -164,10 +173,11 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 	threads := max(1, r.Threads)
 	balance := float64((items+threads-1)/threads*threads) / float64(items)
 	perPos, perHead := e.attn(s.HeadDim, kv)
-	attn := e.RunUs*1e-6 + balance*1e-9*(float64(items)*perHead+float64(batch)*positions*float64(s.Heads)*perPos)
-	// The cache must also come from memory: at long contexts that is the limit.
+	attn := balance * 1e-9 * (float64(items)*perHead + float64(batch)*positions*float64(s.Heads)*perPos)
+	// The cache must also come from memory, overlapped with that work: at long contexts it
+	// is the limit. The hand-over is paid either way.
 	kvRead := float64(batch) * float64(ctx+n) * 2 * float64(kvd) * kv.Bytes / r.OtherBW
-	attn = max(attn, kvRead)
+	attn = e.RunUs*1e-6 + max(attn, kvRead)
 	pc.Memory += float64(s.Layers) * kvRead
 
 	// The LM head: the last token of each sequence.
