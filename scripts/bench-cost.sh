@@ -8,12 +8,13 @@
 #   tokenwise cost  --json    predicted by the roofline on that profile, same thread count
 # and prints predicted/measured for prefill and decode (goal: within ±25%).
 #
-# Clock: on a machine shared with other busy processes (this project's 2-core machines run
-# ~7 agents: load averages of 10-16), elapsed time mostly measures the neighbours. So
-# calibrate runs with --clock cpu (kernel rates per CPU-second per thread) and the main
-# comparison is against bench's *_cpu fields (work / (process CPU time / threads)); the
-# wall-clock measurements are printed next to them. On an idle machine set CLOCK=wall.
-# Even by CPU time the neighbours' memory traffic moves single runs by ±20-30%.
+# Clock: CLOCK=wall (the default) times both sides by elapsed time, which is what the
+# engine model predicts: its fixed costs (the worker pool's hand-overs, spent spinning) are
+# elapsed time. Run it on an otherwise idle machine: while a neighbour holds a core the 2-thread
+# pool's hand-over grows from ~0.4 µs to hundreds, and calibrate and bench see different
+# neighbours. CLOCK=cpu (calibrate --clock cpu against bench's *_cpu fields) divides work by
+# CPU time per thread instead, for a shared machine; it counts spinning as work, so it suits
+# the plain roofline better than the engine model.
 #
 #   scripts/bench-cost.sh                       # all shapes, bf16 f16 q8_0
 #   SHAPES="smollm2-135m" DTYPES="bf16" PROMPT=64 GEN=16 scripts/bench-cost.sh
@@ -29,7 +30,7 @@ PROMPT=${PROMPT:-32}
 GEN=${GEN:-8}
 REPEATS=${REPEATS:-3}
 THREADS=${THREADS:-2}
-CLOCK=${CLOCK:-cpu}
+CLOCK=${CLOCK:-wall}
 out=.cache/bench-cost
 mkdir -p "$out"
 tw="$out/tokenwise"

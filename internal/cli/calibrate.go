@@ -31,10 +31,14 @@ func newCalibrateCmd() *cobra.Command {
 		Short: "Measure this machine (bandwidth, FMA peak, kernel rates) into a hardware profile",
 		Long: `Calibrate measures, for 1, 2, 4, ... up to --threads threads: the read bandwidth (a sum over
 a large array), the f32 FMA peak (a register-only loop, AVX-512 or AVX2 where present), and
-the rates tokenwise's own kernels reach on each weight dtype: the decode product
-(matrix×vector over --read-mib of weights, as GB/s) and the prefill product (matrix×matrix,
-16, 64 and 256 tokens × 1024×2048 weights, as GFLOP/s). The profile it writes is what
-'tokenwise cost --hardware FILE' reads; predictions use the kernel rates.`,
+what tokenwise's own kernels cost on each weight dtype, called as the model calls them: the
+decode product (matrix×vector, GB/s) over --read-mib of weights and by row width (576 to
+8192) and weights cycled through (32 MiB to --read-mib); one product call's fixed cost; the
+prefill product (matrix×matrix, GFLOP/s) by row width and tokens (4 to 256); and the work
+between products — RMSNorm, residual adds, SwiGLU, RoPE per element, attention per head and
+cached position (f32 and f16 cache), the worker pool's hand-over. The profile it writes is
+what 'tokenwise cost --hardware FILE' reads: it times a forward pass call by call from these
+measurements (docs/cost.md). Run it on an otherwise idle machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCalibrate(f, cmd.OutOrStdout(), cmd.ErrOrStderr())

@@ -136,6 +136,14 @@ func TestBenchAndCalibrate(t *testing.T) {
 	if len(hw.Calibration) != 2 || hw.Calibration[1].Threads != 2 || hw.Calibration[1].Kernels["bf16"].GEMVGBs <= 0 {
 		t.Errorf("calibration: %+v", hw.Calibration)
 	}
+	// The engine model's measurements are in the file: per-call and per-element costs and
+	// the shape tables.
+	for _, c := range hw.Calibration {
+		k := c.Kernels["bf16"]
+		if c.Engine == nil || c.Engine.NormNs <= 0 || len(c.Engine.AttnF32) == 0 || k.CallUs <= 0 || len(k.MatVec) == 0 || len(k.MatMul) == 0 {
+			t.Errorf("%d threads: engine %+v, call %g µs, %d matvec and %d matmul rates", c.Threads, c.Engine, k.CallUs, len(k.MatVec), len(k.MatMul))
+		}
+	}
 	out, stderr, err = runCLI(t, "cost", "--model", dir, "--hardware", prof, "--threads", "2", "--prompt", "16", "--output", "4", "--json")
 	if err != nil {
 		t.Fatalf("cost: %v\n%s", err, stderr)
@@ -144,7 +152,11 @@ func TestBenchAndCalibrate(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.Workload.DType != "bf16" || e.Workload.KVDType != "f32" || !strings.Contains(e.Rates.Basis, "kernels (bf16) at 2 threads") {
+	if e.Workload.DType != "bf16" || e.Workload.KVDType != "f32" || !strings.Contains(e.Rates.Basis, "kernels (bf16) at 2 threads") ||
+		!strings.Contains(e.Rates.Basis, "engine calls") {
 		t.Errorf("cost on the calibrated profile: dtype %s, KV %s, basis %q", e.Workload.DType, e.Workload.KVDType, e.Rates.Basis)
+	}
+	if e.Prefill.OverheadS <= 0 || e.Decode.OverheadS <= 0 || e.Decode.OverheadS >= e.Decode.Seconds {
+		t.Errorf("overheads: prefill %g s, decode %g of %g s: want measured, and part of the step", e.Prefill.OverheadS, e.Decode.OverheadS, e.Decode.Seconds)
 	}
 }
