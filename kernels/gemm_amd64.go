@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/tokenwise/tokenwise/tensor"
 )
 
 // The batched product's inner tile in Go assembly (gemm_amd64.s), used with or without
@@ -172,4 +174,43 @@ func asmAttnScoresF16(out, q []float32, k []uint16, rows []int32, off, stride in
 // asmAttnMadSeqF16 is FlashF16.Attend's value pass over acc (see attnMadSeqF16AVX2).
 func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
 	attnMadSeqF16AVX2(&acc[0], &v[off], &rows[0], len(rows), 2*stride, len(acc), &ms[0], &vs[0])
+}
+
+//go:noescape
+func q8Tile4x4VNNI(w *byte, rowBytes, nb int, dw *float32, x *int8, xBytes int, d8 *float32, acc *[128]float32)
+
+// useVNNI enables the Q8_0 prefill tile (q8Tile4x4VNNI): AVX-512 VNNI on 256-bit registers.
+var useVNNI = useAsmQ8 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+
+// asmQ8Tiles computes the Q8_0 prefill product in 4-row × 4-token tiles: rows [lo, r4) for
+// tokens [0, n4), where r4 = lo + (hi−lo)&^3 and n4 = n&^3, and returns r4 and n4 (r4 = lo
+// where it does nothing). Every value has the bits of asmDotQ8_0 on the same row and token.
+func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) {
+	nb := w.Cols / 32
+	r4, n4 = lo+(hi-lo)&^3, n&^3
+	if !useVNNI || w.DType != tensor.Q8_0 || nb == 0 || n4 == 0 || r4 == lo {
+		return lo, 0
+	}
+	rows := w.Rows
+	_ = w.Data[r4*w.rowBytes-1] // the tiles read rows lo..r4-1
+	q, d8 := a.q[:n4*nb*32], a.d8[:n4*nb*8]
+	dw := make([]float32, 4*nb) // small: one allocation per worker call
+	var acc [128]float32
+	for r := lo; r < r4; r += 4 {
+		for k := range 4 {
+			row := w.Data[(r+k)*w.rowBytes : (r+k+1)*w.rowBytes]
+			for b := range nb {
+				dw[4*b+k] = f16Table[uint16(row[34*b])|uint16(row[34*b+1])<<8]
+			}
+		}
+		for t := 0; t < n4; t += 4 {
+			q8Tile4x4VNNI(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d8[t*nb*8], &acc)
+			for k := range 4 {
+				for j := range 4 {
+					out[(t+j)*rows+r+k] = hsum8((*[8]float32)(acc[8*(4*k+j):]))
+				}
+			}
+		}
+	}
+	return r4, n4
 }

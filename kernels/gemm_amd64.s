@@ -547,3 +547,210 @@ mqmad:
 mqdone:
 	VZEROUPPER
 	RET
+
+// func q8Tile4x4VNNI(w *byte, rowBytes int, nb int, dw *float32, x *int8, xBytes int, d8 *float32, acc *[128]float32)
+//
+// A Q8_0 × Q8_0 tile of the prefill product: four weight rows (w, rowBytes apart, nb
+// blocks of 34 bytes: f16 scale, 32 int8) times four activation rows (x, xBytes apart,
+// nb×32 int8; d8 their block scales, eight copies per block, nb×8 floats per token). dw
+// holds the weight rows' scales as float32, four per block (dw[4b+r]). acc[8(4r+t):] gets
+// the eight lane sums of row r with token t, each lane exactly what ggml_vec_dot_q8_0_q8_0
+// accumulates (and dotQ8_0AVX2): per block, the integer sum of four byte products as a
+// float, times dw·dx, fused-added. VPDPBUSD (AVX-512 VNNI) multiplies unsigned by signed
+// bytes, so the activations are offset to x+128 and each lane starts from −128·Σw of its
+// four weight bytes (another VPDPBUSD, of 0x80 bytes with w): the integer sums come out
+// exact (|x| ≤ 127: no product sum leaves int32), and each weight row is loaded once per
+// four tokens, each token once per four rows. The accumulators live in Y16–Y31 (EVEX).
+TEXT ·q8Tile4x4VNNI(SB), NOSPLIT, $0-64
+	MOVL $0x80808080, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR Y14, Y14, Y14
+	MOVQ w+0(FP), R8
+	MOVQ rowBytes+8(FP), AX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	MOVQ dw+24(FP), SI
+	MOVQ x+32(FP), R12
+	MOVQ xBytes+40(FP), AX
+	LEAQ (R12)(AX*1), R13
+	LEAQ (R13)(AX*1), R14
+	LEAQ (R14)(AX*1), R15
+	MOVQ nb+16(FP), DI
+	MOVQ DI, DX
+	SHLQ $5, DX // bytes of one token's d8
+	MOVQ d8+48(FP), AX
+	LEAQ (AX)(DX*1), BX
+	LEAQ (BX)(DX*1), CX
+	LEAQ (CX)(DX*1), DX
+	VPXORD Y16, Y16, Y16
+	VMOVAPS Y16, Y17
+	VMOVAPS Y16, Y18
+	VMOVAPS Y16, Y19
+	VMOVAPS Y16, Y20
+	VMOVAPS Y16, Y21
+	VMOVAPS Y16, Y22
+	VMOVAPS Y16, Y23
+	VMOVAPS Y16, Y24
+	VMOVAPS Y16, Y25
+	VMOVAPS Y16, Y26
+	VMOVAPS Y16, Y27
+	VMOVAPS Y16, Y28
+	VMOVAPS Y16, Y29
+	VMOVAPS Y16, Y30
+	VMOVAPS Y16, Y31
+	TESTQ DI, DI
+	JZ q8tstore
+
+q8tblock:
+	// The four tokens' bytes, offset to unsigned.
+	VPXOR (R12), Y15, Y0
+	VPXOR (R13), Y15, Y1
+	VPXOR (R14), Y15, Y2
+	VPXOR (R15), Y15, Y3
+
+	// Row R8: its bytes, −128·Σw per lane, its scale; then the four tokens.
+	VMOVDQU 2(R8), Y4
+	VPXOR Y5, Y5, Y5
+	VPDPBUSD Y4, Y15, Y5
+	VPSUBD Y5, Y14, Y5
+	VBROADCASTSS 0(SI), Y6
+	VMOVDQA Y5, Y7
+	VPDPBUSD Y4, Y0, Y7
+	VCVTDQ2PS Y7, Y7
+	VMULPS (AX), Y6, Y11
+	VFMADD231PS Y7, Y11, Y16
+	VMOVDQA Y5, Y8
+	VPDPBUSD Y4, Y1, Y8
+	VCVTDQ2PS Y8, Y8
+	VMULPS (BX), Y6, Y12
+	VFMADD231PS Y8, Y12, Y17
+	VMOVDQA Y5, Y9
+	VPDPBUSD Y4, Y2, Y9
+	VCVTDQ2PS Y9, Y9
+	VMULPS (CX), Y6, Y13
+	VFMADD231PS Y9, Y13, Y18
+	VMOVDQA Y5, Y10
+	VPDPBUSD Y4, Y3, Y10
+	VCVTDQ2PS Y10, Y10
+	VMULPS (DX), Y6, Y11
+	VFMADD231PS Y10, Y11, Y19
+
+	// Row R9: its bytes, −128·Σw per lane, its scale; then the four tokens.
+	VMOVDQU 2(R9), Y4
+	VPXOR Y5, Y5, Y5
+	VPDPBUSD Y4, Y15, Y5
+	VPSUBD Y5, Y14, Y5
+	VBROADCASTSS 4(SI), Y6
+	VMOVDQA Y5, Y7
+	VPDPBUSD Y4, Y0, Y7
+	VCVTDQ2PS Y7, Y7
+	VMULPS (AX), Y6, Y11
+	VFMADD231PS Y7, Y11, Y20
+	VMOVDQA Y5, Y8
+	VPDPBUSD Y4, Y1, Y8
+	VCVTDQ2PS Y8, Y8
+	VMULPS (BX), Y6, Y12
+	VFMADD231PS Y8, Y12, Y21
+	VMOVDQA Y5, Y9
+	VPDPBUSD Y4, Y2, Y9
+	VCVTDQ2PS Y9, Y9
+	VMULPS (CX), Y6, Y13
+	VFMADD231PS Y9, Y13, Y22
+	VMOVDQA Y5, Y10
+	VPDPBUSD Y4, Y3, Y10
+	VCVTDQ2PS Y10, Y10
+	VMULPS (DX), Y6, Y11
+	VFMADD231PS Y10, Y11, Y23
+
+	// Row R10: its bytes, −128·Σw per lane, its scale; then the four tokens.
+	VMOVDQU 2(R10), Y4
+	VPXOR Y5, Y5, Y5
+	VPDPBUSD Y4, Y15, Y5
+	VPSUBD Y5, Y14, Y5
+	VBROADCASTSS 8(SI), Y6
+	VMOVDQA Y5, Y7
+	VPDPBUSD Y4, Y0, Y7
+	VCVTDQ2PS Y7, Y7
+	VMULPS (AX), Y6, Y11
+	VFMADD231PS Y7, Y11, Y24
+	VMOVDQA Y5, Y8
+	VPDPBUSD Y4, Y1, Y8
+	VCVTDQ2PS Y8, Y8
+	VMULPS (BX), Y6, Y12
+	VFMADD231PS Y8, Y12, Y25
+	VMOVDQA Y5, Y9
+	VPDPBUSD Y4, Y2, Y9
+	VCVTDQ2PS Y9, Y9
+	VMULPS (CX), Y6, Y13
+	VFMADD231PS Y9, Y13, Y26
+	VMOVDQA Y5, Y10
+	VPDPBUSD Y4, Y3, Y10
+	VCVTDQ2PS Y10, Y10
+	VMULPS (DX), Y6, Y11
+	VFMADD231PS Y10, Y11, Y27
+
+	// Row R11: its bytes, −128·Σw per lane, its scale; then the four tokens.
+	VMOVDQU 2(R11), Y4
+	VPXOR Y5, Y5, Y5
+	VPDPBUSD Y4, Y15, Y5
+	VPSUBD Y5, Y14, Y5
+	VBROADCASTSS 12(SI), Y6
+	VMOVDQA Y5, Y7
+	VPDPBUSD Y4, Y0, Y7
+	VCVTDQ2PS Y7, Y7
+	VMULPS (AX), Y6, Y11
+	VFMADD231PS Y7, Y11, Y28
+	VMOVDQA Y5, Y8
+	VPDPBUSD Y4, Y1, Y8
+	VCVTDQ2PS Y8, Y8
+	VMULPS (BX), Y6, Y12
+	VFMADD231PS Y8, Y12, Y29
+	VMOVDQA Y5, Y9
+	VPDPBUSD Y4, Y2, Y9
+	VCVTDQ2PS Y9, Y9
+	VMULPS (CX), Y6, Y13
+	VFMADD231PS Y9, Y13, Y30
+	VMOVDQA Y5, Y10
+	VPDPBUSD Y4, Y3, Y10
+	VCVTDQ2PS Y10, Y10
+	VMULPS (DX), Y6, Y11
+	VFMADD231PS Y10, Y11, Y31
+
+	ADDQ $34, R8
+	ADDQ $34, R9
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, R14
+	ADDQ $32, R15
+	ADDQ $32, AX
+	ADDQ $32, BX
+	ADDQ $32, CX
+	ADDQ $32, DX
+	ADDQ $16, SI
+	DECQ DI
+	JNZ q8tblock
+
+q8tstore:
+	MOVQ acc+56(FP), DI
+	VMOVUPS Y16, 0(DI)
+	VMOVUPS Y17, 32(DI)
+	VMOVUPS Y18, 64(DI)
+	VMOVUPS Y19, 96(DI)
+	VMOVUPS Y20, 128(DI)
+	VMOVUPS Y21, 160(DI)
+	VMOVUPS Y22, 192(DI)
+	VMOVUPS Y23, 224(DI)
+	VMOVUPS Y24, 256(DI)
+	VMOVUPS Y25, 288(DI)
+	VMOVUPS Y26, 320(DI)
+	VMOVUPS Y27, 352(DI)
+	VMOVUPS Y28, 384(DI)
+	VMOVUPS Y29, 416(DI)
+	VMOVUPS Y30, 448(DI)
+	VMOVUPS Y31, 480(DI)
+	VZEROUPPER
+	RET

@@ -25,3 +25,5 @@ func asmAttnScoresF16(out, q []float32, k []uint16, rows []int32, off, stride in
 func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
 	panic("kernels: no assembly attention on this architecture")
 }
+
+func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) { return lo, 0 }

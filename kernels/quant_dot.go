@@ -205,13 +205,22 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 }
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
+	if r4, n4 := asmQ8Tiles(out, w, a, n, lo, hi); r4 > lo { // AVX-512 VNNI tiles (gemm_amd64.s)
+		quantPairs(out, w, a, n4, n, lo, r4) // their rows' remaining tokens
+		lo = r4
+	}
 	if simdQuantRows(out, w, a, n, lo, hi) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
 		return
 	}
+	quantPairs(out, w, a, 0, n, lo, hi)
+}
+
+// quantPairs computes rows [lo,hi) for tokens [t0,t1), one row and token at a time.
+func quantPairs(out []float32, w *Mat, a *qact, t0, t1, lo, hi int) {
 	rows := w.Rows
 	nb := w.Cols / 32
 	for r := lo; r < hi; r++ {
-		for t := range n {
+		for t := t0; t < t1; t++ {
 			if w.DType == tensor.Q8_0 {
 				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 				if v, ok := asmDotQ8_0(row, a.d8[t*nb*8:(t+1)*nb*8], a.q[t*nb*32:(t+1)*nb*32]); ok { // gemm_amd64.s

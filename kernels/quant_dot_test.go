@@ -305,3 +305,32 @@ func TestQuantizeQ8K(t *testing.T) {
 		t.Errorf("the extreme quantized to %d, want -127", a.q[2*256+17])
 	}
 }
+
+// TestQ8Tiles: the AVX-512 VNNI prefill tiles give, for every row and token, the bits of the
+// one-row kernel (asmDotQ8_0, ggml_vec_dot_q8_0_q8_0's lane order), including the rows and
+// tokens past the last whole tile, which quantRows leaves to the one-row kernels.
+func TestQ8Tiles(t *testing.T) {
+	if !useVNNI {
+		t.Skip("no AVX-512 VNNI on this CPU (or TOKENWISE_NO_ASM)")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, sh := range []struct{ rows, cols, n, lo, hi int }{
+		{4, 32, 4, 0, 4}, {11, 32 * 5, 9, 0, 11}, {16, 1024, 13, 4, 15}, {8, 32 * 3, 3, 0, 8},
+	} {
+		w, _ := randMat(t, rng, tensor.Q8_0, sh.rows, sh.cols)
+		var a qact
+		a.quantize(randVec(rng, sh.n*sh.cols), false)
+		got := make([]float32, sh.n*sh.rows)
+		quantRows(got, &w, &a, sh.n, sh.lo, sh.hi)
+		nb := sh.cols / 32
+		for tk := range sh.n {
+			for r := sh.lo; r < sh.hi; r++ {
+				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+				want, _ := asmDotQ8_0(row, a.d8[tk*nb*8:(tk+1)*nb*8], a.q[tk*nb*32:(tk+1)*nb*32])
+				if g := got[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
+					t.Fatalf("%v: token %d row %d: tile %g, row kernel %g", sh, tk, r, g, want)
+				}
+			}
+		}
+	}
+}
