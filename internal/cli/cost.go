@@ -190,6 +190,10 @@ func printEstimate(out io.Writer, s *cost.Shape, e *cost.Estimate) {
 			human(ph.p.WeightBytes), human(ph.p.KVReadBytes), human(ph.p.KVWriteBytes), human(ph.p.ActivationBytes),
 			ph.p.Seconds*1000, ph.p.TokS, ph.p.Bound)
 	}
+	if e.Prefill.OverheadS > 0 || e.Decode.OverheadS > 0 {
+		fmt.Fprintf(out, "%-8s prefill %.2f ms, decode %.2f ms of the times above: product calls, vector ops between them, attention\n",
+			"overhead", e.Prefill.OverheadS*1000, e.Decode.OverheadS*1000)
+	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "per token  prefill %.3f ms/input token, decode %.3f ms/output token\n", e.Prefill.SecondsPerToken*1000, e.Decode.SecondsPerToken*1000)
 	fmt.Fprintf(out, "output/input cost  %.1f×\n", e.OutputOverInput)
