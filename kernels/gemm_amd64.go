@@ -27,6 +27,9 @@ func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
 func widenF16AVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
+func widenBF16AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
 func madRoundF16AVX2(y *float32, x *uint16, n int, a float32)
 
 //go:noescape
@@ -213,4 +216,48 @@ func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) {
 		}
 	}
 	return r4, n4
+}
+
+//go:noescape
+func tile4x4F32Z(w *float32, cols int, x *[4]*float32, out *[16]float32)
+
+// useAVX512Tile enables the 16-lane float32 prefill tile (tile4x4F32Z).
+var useAVX512Tile = useAsmGEMM && cpu.X86.HasAVX512F
+
+// asmTiles4x4 multiplies four weight rows (w, 4×cols) by all n tokens of x in 4×4 tiles of
+// 16-lane accumulators (a last partial tile repeats its last token), writing the first nr
+// of columns r..r+3 of out; it reports false where it does not apply (no AVX-512, cols not
+// a multiple of 16). Each value is dotLanes16 of its row and token.
+func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int) bool {
+	if !useAVX512Tile || cols%16 != 0 || cols == 0 || n == 0 {
+		return false
+	}
+	w = w[:4*cols]
+	x = x[:n*cols]
+	var xp [4]*float32
+	var res [16]float32
+	for t := 0; t < n; t += 4 {
+		for j := range 4 {
+			xp[j] = &x[min(t+j, n-1)*cols]
+		}
+		tile4x4F32Z(&w[0], cols, &xp, &res)
+		for j := range min(4, n-t) {
+			o := out[(t+j)*rows+r : (t+j)*rows+r+nr]
+			for k := range o {
+				o[k] = res[4*k+j]
+			}
+		}
+	}
+	return true
+}
+
+// asmWidenBF16 widens the first len(src)&^7 bf16 values and returns how many it did.
+func asmWidenBF16(dst []float32, src []uint16) int {
+	n := len(src) &^ 7
+	if !useAsmGEMM || n == 0 {
+		return 0
+	}
+	dst = dst[:n]
+	widenBF16AVX2(&dst[0], &src[0], n)
+	return n
 }

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -65,6 +66,67 @@ func TestAsmDotF16BothOrders(t *testing.T) {
 			}
 			if want := dotF16Lanes(q, k, lanes16); got != want {
 				t.Fatalf("n=%d lanes16=%v: assembly %g, Go %g", n, lanes16, got, want)
+			}
+		}
+	}
+}
+
+// TestTile4x4F32Z: the AVX-512 prefill tile gives dotLanes16's bits for every row and token,
+// for token counts that leave partial tiles and column counts from one step of 16 up.
+func TestTile4x4F32Z(t *testing.T) {
+	if !useAVX512Tile {
+		t.Skip("no AVX-512 on this CPU (or TOKENWISE_NO_ASM)")
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, cols := range []int{16, 48, 1024} {
+		for _, n := range []int{1, 3, 4, 9} {
+			const rows = 8
+			w, x := randVec(rng, 4*cols), randVec(rng, n*cols)
+			out := make([]float32, n*rows)
+			if !asmTiles4x4(out, w, x, n, cols, rows, 4, 4) {
+				t.Fatal("asmTiles4x4 declined a multiple of 16 columns")
+			}
+			for tk := range n {
+				for k := range 4 {
+					want := dotLanes16(w[k*cols:(k+1)*cols], x[tk*cols:(tk+1)*cols])
+					if g := out[tk*rows+4+k]; math.Float32bits(g) != math.Float32bits(want) {
+						t.Fatalf("cols %d n %d: token %d row %d: %g, want %g", cols, n, tk, k, g, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWidenRowsAllValues: Mat.Row widens every bf16 bit pattern and every non-NaN f16 one
+// exactly (the assembly widening against the scalar definitions), with a tail past the
+// vector loop.
+func TestWidenRowsAllValues(t *testing.T) {
+	const n = 1<<16 + 5
+	src := make([]uint16, n)
+	for i := range src {
+		src[i] = uint16(i)
+	}
+	data := tensor.Bytes(src)
+	for _, dt := range []tensor.DType{tensor.BF16, tensor.F16} {
+		m, err := NewMat(dt, 1, n, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, n)
+		if err := m.Row(0, got); err != nil {
+			t.Fatal(err)
+		}
+		for i, h := range src {
+			want := bf16(h)
+			if dt == tensor.F16 {
+				if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
+					continue // NaN payloads: F16C quiets them
+				}
+				want = f16Table[h]
+			}
+			if math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("%v %#04x: %v, want %v", dt, h, got[i], want)
 			}
 		}
 	}

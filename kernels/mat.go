@@ -65,20 +65,22 @@ func (m *Mat) Row(r int, dst []float32) error {
 		return nil
 	case tensor.BF16:
 		src := m.u16[r*m.Cols : (r+1)*m.Cols]
-		if simdWidenRow(dst, src, false) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		i := asmWidenBF16(dst, src) // AVX2 assembly (gemm_amd64.s), with or without GOEXPERIMENT=simd
+		if i == 0 && simdWidenRow(dst, src, false) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
 			return nil
 		}
-		for i, v := range src {
-			dst[i] = bf16(v)
+		for ; i < len(src); i++ {
+			dst[i] = bf16(src[i])
 		}
 		return nil
 	case tensor.F16:
 		src := m.u16[r*m.Cols : (r+1)*m.Cols]
-		if simdWidenRow(dst, src, true) {
+		i := asmWidenF16(dst, src) // F16C assembly
+		if i == 0 && simdWidenRow(dst, src, true) {
 			return nil
 		}
-		for i, v := range src {
-			dst[i] = f16Table[v]
+		for ; i < len(src); i++ {
+			dst[i] = f16Table[src[i]]
 		}
 		return nil
 	}

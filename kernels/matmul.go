@@ -27,6 +27,15 @@ func matMulRows(out []float32, w *Mat, x []float32, n, lo, hi int, buf []float32
 		}
 		if nr == 4 {
 			matMulBlock4(out, wb, x, n, cols, rows, r)
+		} else if useAVX512Tile && cols%16 == 0 {
+			// The last rows, padded to a tile by repeating the last one: every row of the
+			// product then has the tile's arithmetic, wherever it falls.
+			pad := buf[:4*cols]
+			copy(pad, wb)
+			for i := nr; i < 4; i++ {
+				copy(pad[i*cols:(i+1)*cols], wb[(nr-1)*cols:nr*cols])
+			}
+			asmTiles4x4(out, pad, x, n, cols, rows, r, nr)
 		} else {
 			for i := range nr {
 				wr := wb[i*cols : (i+1)*cols]
@@ -41,6 +50,9 @@ func matMulRows(out []float32, w *Mat, x []float32, n, lo, hi int, buf []float32
 // matMulBlock4 multiplies four weight rows (w, 4×cols) by all n tokens, writing columns
 // r..r+3 of out.
 func matMulBlock4(out, w, x []float32, n, cols, rows, r int) {
+	if asmTiles4x4(out, w, x, n, cols, rows, r, 4) { // AVX-512 assembly (gemm_amd64.s)
+		return
+	}
 	if t := asmPairs(out, w, x, n, cols, rows, r); t > 0 { // AVX2 assembly (gemm_amd64.s)
 		if t == n {
 			return
@@ -104,4 +116,23 @@ func tile4x2Tail(c *[8]float32, w []float32, n int, x []float32, from int) {
 			c[4+k] += w[k*n+i] * x1
 		}
 	}
+}
+
+// dotLanes16 is the arithmetic of the AVX-512 prefill tile (tile4x4F32Z): sixteen lane
+// accumulators, fused multiply-adds over len(w) (a multiple of 16) columns in order, then
+// _mm512_reduce_add_ps's tree.
+func dotLanes16(w, x []float32) float32 {
+	var a [16]float32
+	x = x[:len(w)]
+	for i := 0; i+16 <= len(w); i += 16 {
+		for l := range 16 {
+			a[l] = fma32(w[i+l], x[i+l], a[l])
+		}
+	}
+	var t3 [8]float32
+	for l := range 8 {
+		t3[l] = a[8+l] + a[l]
+	}
+	t6 := [4]float32{t3[4] + t3[0], t3[5] + t3[1], t3[6] + t3[2], t3[7] + t3[3]}
+	return (t6[0] + t6[2]) + (t6[1] + t6[3])
 }

@@ -118,14 +118,19 @@ func permuteRows(w tensor.Info, heads int) []byte {
 
 // TestGGUFMatchesHF: the same weights written the way llama.cpp's converter writes them load
 // from GGUF and give the same logits as from Hugging Face names: names, metadata, the Q/K
-// permutation with interleaved RoPE, and rope_freqs.
+// permutation with interleaved RoPE, and rope_freqs. The weights are float32: the permuted
+// rows make the two models sum q·k in different orders, which differ in the last bit of a
+// score, and with f16 weights (whose activations are rounded to f16, as ggml does) such a
+// bit occasionally crosses an f16 rounding boundary and moves a logit by ~2⁻¹¹ relative,
+// which says nothing about the loader (it happened once in 16 steps when the prefill tile's
+// rounding changed).
 func TestGGUFMatchesHF(t *testing.T) {
 	for name := range testConfigs {
 		if name == "mistral-window" {
 			continue // llama.cpp drops the sliding window for Mistral; tested on HF only
 		}
 		t.Run(name, func(t *testing.T) {
-			hf, _, ws := testModel(t, name, tensor.F16, 2)
+			hf, _, ws := testModel(t, name, tensor.F32, 2)
 			path := filepath.Join(t.TempDir(), "m.gguf")
 			toGGUF(t, hf.cfg, ws, path)
 			g, err := Load(path, Options{Threads: 2})
