@@ -31,4 +31,5 @@ func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) { re
 func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int) bool { return false }
 
 func asmWidenBF16(dst []float32, src []uint16) int { return 0 }
+
 const useAVX512Tile = false

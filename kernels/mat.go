@@ -65,7 +65,7 @@ func (m *Mat) Row(r int, dst []float32) error {
 		return nil
 	case tensor.BF16:
 		src := m.u16[r*m.Cols : (r+1)*m.Cols]
-		i := asmWidenBF16(dst, src) // AVX2 assembly (gemm_amd64.s), with or without GOEXPERIMENT=simd
+		i := asmWidenBF16(dst, src)                  // AVX2 assembly (gemm_amd64.s), with or without GOEXPERIMENT=simd
 		if i == 0 && simdWidenRow(dst, src, false) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
 			return nil
 		}
