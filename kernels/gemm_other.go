@@ -33,3 +33,5 @@ func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int) bool { return fa
 func asmWidenBF16(dst []float32, src []uint16) int { return 0 }
 
 const useAVX512Tile = false
+
+const useVNNI = false
