@@ -128,10 +128,11 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			t, h := i/c.NumHeads, i%c.NumHeads
+			t, h := balanced(i, r.n, c.NumHeads)
 			pos := r.pos0 + t
 			first := firstPos(c, pos)
-			qh := q[i*hd : (i+1)*hd]
+			j := t*c.NumHeads + h
+			qh := q[j*hd : (j+1)*hd]
 			g := h / group
 			scores := r.scores[worker][:pos+1-first]
 			for j := range scores {
@@ -139,7 +140,7 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 				scores[j] = kernels.Dot(qh, kc[p*kvDim+g*hd:p*kvDim+(g+1)*hd]) * scale
 			}
 			kernels.Softmax(scores)
-			out := ctx[i*hd : (i+1)*hd]
+			out := ctx[j*hd : (j+1)*hd]
 			clear(out)
 			for j, s := range scores {
 				p := first + j

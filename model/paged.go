@@ -277,11 +277,12 @@ func (c *PagedCache) attention(a *attention, layer int, in []float32) []float32 
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	bs := c.blockSize
 	r.m.pool.Run(r.n*cfg.NumHeads, 1, func(worker, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			t, h := i/cfg.NumHeads, i%cfg.NumHeads
+		for u := lo; u < hi; u++ {
+			t, h := balanced(u, r.n, cfg.NumHeads)
 			pos := c.tokPos[t]
 			blocks := c.chunks[c.tokSeq[t]].Blocks
 			first := firstPos(cfg, pos)
+			i := t*cfg.NumHeads + h
 			qh := q[i*hd : (i+1)*hd]
 			g := h / group
 			scores := r.scores[worker][:pos+1-first]
