@@ -65,7 +65,7 @@ for shape in $SHAPES; do
 		fi
 		echo "== $shape $dt" >&2
 		prof="$out/this-machine-$shape-$dt.json"
-		"$tw" calibrate --out "$prof" --threads "$THREADS" --dtypes "$dt" --read-mib 512 --repeats 5 --clock "$CLOCK" >&2
+		"$tw" calibrate --out "$prof" --threads "$THREADS" --sweep-threads=false --dtypes "$dt" --read-mib 512 --repeats 5 --clock "$CLOCK" >&2
 		meas=$("$tw" bench --model "$m" --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --threads "$THREADS" --repeats "$REPEATS" --json)
 		pred=$("$tw" cost --model "$m" --hardware "$prof" --threads "$THREADS" --prompt "$PROMPT" --output "$GEN" --json)
 		jq -c -n --arg shape "$shape" --arg dtype "$dt" --argjson m "$meas" --argjson p "$pred" \

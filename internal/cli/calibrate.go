@@ -22,6 +22,7 @@ type calibrateFlags struct {
 	dtypes  string
 	repeats int
 	clock   string
+	sweep   bool
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -48,6 +49,7 @@ measurements (docs/cost.md). Run it on an otherwise idle machine.`,
 	fl.StringVar(&f.out, "out", "", "profile JSON to write (- for stdout)")
 	fl.StringVar(&f.name, "name", "this-machine", "profile name")
 	fl.IntVar(&f.threads, "threads", 0, "most threads to measure (0: every CPU)")
+	fl.BoolVar(&f.sweep, "sweep-threads", true, "measure 1, 2, 4, ... up to --threads; false: --threads only (faster)")
 	fl.IntVar(&f.readMiB, "read-mib", 1024, "array and matrix size in MiB; keep it well above the last-level cache")
 	fl.StringVar(&f.dtypes, "dtypes", "f32,f16,bf16,q8_0,q4_0", "weight dtypes whose kernels are measured")
 	fl.IntVar(&f.repeats, "repeats", 5, "timings per number (peaks: the best; kernel rates: the median)")
@@ -64,7 +66,7 @@ func runCalibrate(f calibrateFlags, stdout, stderr io.Writer) error {
 		top = runtime.NumCPU()
 	}
 	var threads []int
-	for t := 1; t < top; t *= 2 {
+	for t := 1; t < top && f.sweep; t *= 2 {
 		threads = append(threads, t)
 	}
 	threads = append(threads, top)
