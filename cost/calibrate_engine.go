@@ -43,24 +43,18 @@ const matMulRows = 2048
 // scheduler ticks to wash out, short enough that a calibration takes seconds.
 const minTimed = 0.01
 
-// perCall times f: each of repeats timings calls it in doubling batches until minTimed of
-// wall time has passed, and the median of the seconds per call is returned. (Sizing one
-// fixed loop from a first timing instead would let a single preemption during that timing
-// shrink every loop to a few microseconds, each then at the mercy of the scheduler.)
-func perCall(clock string, threads, repeats int, f func()) float64 {
-	return timeCalls(medianOf, clock, threads, repeats, f)
-}
-
-// fastestCall is perCall with the fastest timing instead of the median: for the engine's
-// small fixed costs (microseconds per call, nanoseconds per element), where one preemption
-// in a timing multiplies the result, and noise only ever adds.
+// fastestCall times f: each of repeats (at least 3) timings calls it in doubling batches
+// until minTimed of wall time has passed, and the fastest seconds per call is returned.
+// (Sizing one fixed loop from a first timing instead would let a single preemption during
+// that timing shrink every loop to a few microseconds, each then at the mercy of the
+// scheduler.) The fastest, not the median: on a shared machine a neighbour only ever slows a
+// timing down — one that holds a core for a moment multiplies a microsecond hand-over — so
+// the fastest is the closest to what the engine does on the machine alone, which is what a
+// prediction is for. The same holds for the peaks (best).
 func fastestCall(clock string, threads, repeats int, f func()) float64 {
-	return timeCalls(func(n int, f func() float64) float64 { return -best(n, func() float64 { return -f() }) }, clock, threads, max(repeats, 3), f)
-}
-
-func timeCalls(reduce func(int, func() float64) float64, clock string, threads, repeats int, f func()) float64 {
 	f() // warm: page in, grow scratch buffers
-	return reduce(repeats, func() float64 {
+	fastest := math.Inf(1)
+	for range max(repeats, 3) {
 		calls := 0
 		el := timed(clock, threads, func() {
 			start := time.Now()
@@ -74,8 +68,9 @@ func timeCalls(reduce func(int, func() float64) float64, clock string, threads, 
 				}
 			}
 		})
-		return el / float64(calls)
-	})
+		fastest = min(fastest, el/float64(calls))
+	}
+	return fastest
 }
 
 // callUs is the fixed cost of one product call in microseconds: a matrix×vector product of
@@ -125,7 +120,7 @@ func matVecGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []
 					return nil, err
 				}
 			}
-			sec := perCall(clock, threads, repeats, func() {
+			sec := fastestCall(clock, threads, repeats, func() {
 				for i := range mats {
 					kernels.MatVec(pool, y, &mats[i], x, s)
 				}
@@ -154,7 +149,7 @@ func matMulGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []
 		}
 		x, y := randomVec(maxT*cols, int64(cols)+1), make([]float32, maxT*rows)
 		for _, t := range matMulTokens {
-			sec := perCall(clock, threads, repeats, func() { kernels.MatMul(pool, y, &m, x, t, s) })
+			sec := fastestCall(clock, threads, repeats, func() { kernels.MatMul(pool, y, &m, x, t, s) })
 			out = append(out, MatMulRate{Cols: cols, Tokens: t, GFLOPS: 2 * float64(t) * float64(rows) * float64(cols) / sec / 1e9})
 		}
 	}
