@@ -34,8 +34,8 @@ var ggmlAVX512 = cpu.X86.HasAVX512F
 // F16Encode rounds src to half precision into dst (round to nearest even, like ggml).
 func F16Encode(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = tensor.F32ToF16(v)
+	for i := asmEncodeF16(dst, src); i < len(src); i++ { // F16C assembly for the most
+		dst[i] = tensor.F32ToF16(src[i])
 	}
 }
 

@@ -323,3 +323,17 @@ func TestFlashF16AttendRowsOutside(t *testing.T) {
 	var f FlashF16
 	f.Attend(make([]float32, 64), make([]float32, 64), k, k, []int32{0, 4}, 0, 64, 1)
 }
+
+// TestF16EncodeBits: F16Encode (F16C assembly where it runs) gives tensor.F32ToF16's bits
+// across the binades, on subnormals, ties and values past the f16 range.
+func TestF16EncodeBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	x := append(randomF32(rng, 4099), 65504, 65519.99, 65520, 1e6, -1e6, 0x1p-25, -0x1p-24, 0x1.8p-24, 0)
+	got := make([]uint16, len(x))
+	F16Encode(got, x)
+	for i, v := range x {
+		if want := tensor.F32ToF16(v); got[i] != want {
+			t.Fatalf("x[%d] = %g: %#04x, want %#04x", i, v, got[i], want)
+		}
+	}
+}

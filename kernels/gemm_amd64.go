@@ -27,6 +27,12 @@ func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
 func widenF16AVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
+func roundF16AVX2(dst, src *float32, n int)
+
+//go:noescape
+func encodeF16AVX2(dst *uint16, src *float32, n int)
+
+//go:noescape
 func widenBF16AVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
@@ -259,5 +265,28 @@ func asmWidenBF16(dst []float32, src []uint16) int {
 	}
 	dst = dst[:n]
 	widenBF16AVX2(&dst[0], &src[0], n)
+	return n
+}
+
+// asmRoundF16 rounds the first len(src)&^7 values to f16 (kept as float32) into dst and
+// returns how many it did.
+func asmRoundF16(dst, src []float32) int {
+	n := len(src) &^ 7
+	if !useAsmQ8 || n == 0 {
+		return 0
+	}
+	dst = dst[:n]
+	roundF16AVX2(&dst[0], &src[0], n)
+	return n
+}
+
+// asmEncodeF16 converts the first len(src)&^7 values to f16 and returns how many it did.
+func asmEncodeF16(dst []uint16, src []float32) int {
+	n := len(src) &^ 7
+	if !useAsmQ8 || n == 0 {
+		return 0
+	}
+	dst = dst[:n]
+	encodeF16AVX2(&dst[0], &src[0], n)
 	return n
 }

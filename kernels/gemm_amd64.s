@@ -206,6 +206,54 @@ bwdone:
 	VZEROUPPER
 	RET
 
+// func roundF16AVX2(dst *float32, src *float32, n int)
+//
+// dst = src rounded to half precision and widened back, for the first n&^7 elements: F16C's
+// conversion (nearest even, overflow to infinity), the activations ggml multiplies f16
+// weights with.
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ rfdone
+
+rfloop:
+	VMOVUPS (SI)(AX*1), Y0
+	VCVTPS2PH $0, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ $32, AX
+	DECQ CX
+	JNZ rfloop
+
+rfdone:
+	VZEROUPPER
+	RET
+
+// func encodeF16AVX2(dst *uint16, src *float32, n int)
+//
+// dst = src in half precision (F16C, nearest even) for the first n&^7 elements.
+TEXT ·encodeF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ efdone
+
+efloop:
+	VMOVUPS (SI)(AX*2), Y0
+	VCVTPS2PH $0, Y0, (DI)(AX*1)
+	ADDQ $16, AX
+	DECQ CX
+	JNZ efloop
+
+efdone:
+	VZEROUPPER
+	RET
+
 // func madRoundF16AVX2(y *float32, x *uint16, n int, a float32)
 //
 // ggml_vec_mad_f16 on an accumulator held as float32 values of f16 numbers: for the first

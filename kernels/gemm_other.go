@@ -35,3 +35,7 @@ func asmWidenBF16(dst []float32, src []uint16) int { return 0 }
 const useAVX512Tile = false
 
 const useVNNI = false
+
+func asmRoundF16(dst, src []float32) int { return 0 }
+
+func asmEncodeF16(dst []uint16, src []float32) int { return 0 }

@@ -245,8 +245,8 @@ func roundActivations(w *Mat, x []float32, s *Scratch) []float32 {
 	}
 	xr := s.xr[:len(x)]
 	if k == actF16 {
-		for i, v := range x {
-			xr[i] = f16Round(v)
+		for i := asmRoundF16(xr, x); i < len(x); i++ { // F16C assembly for the most
+			xr[i] = f16Round(x[i])
 		}
 	} else {
 		for i, v := range x {

@@ -334,3 +334,19 @@ func TestQ8Tiles(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundActivationsF16Bits: the f16 rounding of activations (F16C assembly where it runs)
+// gives f16Round's bits on values across the binades, f16 subnormals, exact ties and values
+// past the f16 range (infinity, as F16C and ggml give).
+func TestRoundActivationsF16Bits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	x := randomF32(rng, 4099)
+	x = append(x, 65504, 65519.99, 65520, 1e6, -1e6, 0x1p-25, -0x1p-24, 0x1.8p-24, 0)
+	w, _ := randMat(t, rng, tensor.F16, 1, len(x))
+	xr := roundActivations(&w, x, NewScratch(1))
+	for i, v := range x {
+		if want := f16Round(v); math.Float32bits(xr[i]) != math.Float32bits(want) {
+			t.Fatalf("x[%d] = %g: rounded to %g, want %g", i, v, xr[i], want)
+		}
+	}
+}
