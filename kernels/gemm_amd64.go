@@ -188,8 +188,16 @@ func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, 
 //go:noescape
 func q8Tile4x4VNNI(w *byte, rowBytes, nb int, dw *float32, x *int8, xBytes int, d8 *float32, acc *[128]float32)
 
-// useVNNI enables the Q8_0 prefill tile (q8Tile4x4VNNI): AVX-512 VNNI on 256-bit registers.
-var useVNNI = useAsmQ8 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+//go:noescape
+func q8Tile4x4VNNIZ(w *byte, rowBytes, nb int, dw16 *float32, x *int8, xBytes int, d *float32, acc *[128]float32)
+
+// useVNNI enables the Q8_0 prefill tiles: AVX-512 VNNI. q8Wide picks the 512-bit tile
+// (q8Tile4x4VNNIZ, two rows per register) over the 256-bit one (q8Tile4x4VNNI), which
+// TOKENWISE_Q8_TILE=256 selects to measure one against the other; both give the same bits.
+var (
+	useVNNI = useAsmQ8 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+	q8Wide  = os.Getenv("TOKENWISE_Q8_TILE") != "256"
+)
 
 // asmQ8Tiles computes the Q8_0 prefill product in 4-row × 4-token tiles: rows [lo, r4) for
 // tokens [0, n4), where r4 = lo + (hi−lo)&^3 and n4 = n&^3, and returns r4 and n4 (r4 = lo
@@ -202,18 +210,35 @@ func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) {
 	}
 	rows := w.Rows
 	_ = w.Data[r4*w.rowBytes-1] // the tiles read rows lo..r4-1
-	q, d8 := a.q[:n4*nb*32], a.d8[:n4*nb*8]
-	dw := make([]float32, 4*nb) // small: one allocation per worker call
+	q, d, d8 := a.q[:n4*nb*32], a.d[:n4*nb], a.d8[:n4*nb*8]
+	var dw []float32 // the rows' block scales: dw[4b+k] (256-bit tile), or 8 copies each (512-bit)
+	if q8Wide {
+		dw = make([]float32, 32*nb) // small: one allocation per worker call
+	} else {
+		dw = make([]float32, 4*nb)
+	}
 	var acc [128]float32
 	for r := lo; r < r4; r += 4 {
 		for k := range 4 {
 			row := w.Data[(r+k)*w.rowBytes : (r+k+1)*w.rowBytes]
 			for b := range nb {
-				dw[4*b+k] = f16Table[uint16(row[34*b])|uint16(row[34*b+1])<<8]
+				v := f16Table[uint16(row[34*b])|uint16(row[34*b+1])<<8]
+				if !q8Wide {
+					dw[4*b+k] = v
+					continue
+				}
+				c := dw[32*b+8*k : 32*b+8*k+8]
+				for i := range c {
+					c[i] = v
+				}
 			}
 		}
 		for t := 0; t < n4; t += 4 {
-			q8Tile4x4VNNI(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d8[t*nb*8], &acc)
+			if q8Wide {
+				q8Tile4x4VNNIZ(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d[t*nb], &acc)
+			} else {
+				q8Tile4x4VNNI(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d8[t*nb*8], &acc)
+			}
 			for k := range 4 {
 				for j := range 4 {
 					out[(t+j)*rows+r+k] = hsum8((*[8]float32)(acc[8*(4*k+j):]))

@@ -39,3 +39,5 @@ const useVNNI = false
 func asmRoundF16(dst, src []float32) int { return 0 }
 
 func asmEncodeF16(dst []uint16, src []float32) int { return 0 }
+
+var q8Wide = false

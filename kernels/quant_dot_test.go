@@ -313,6 +313,14 @@ func TestQ8Tiles(t *testing.T) {
 	if !useVNNI {
 		t.Skip("no AVX-512 VNNI on this CPU (or TOKENWISE_NO_ASM)")
 	}
+	defer func(v bool) { q8Wide = v }(q8Wide)
+	for _, wide := range []bool{false, true} {
+		q8Wide = wide
+		testQ8Tiles(t)
+	}
+}
+
+func testQ8Tiles(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, sh := range []struct{ rows, cols, n, lo, hi int }{
 		{4, 32, 4, 0, 4}, {11, 32 * 5, 9, 0, 11}, {16, 1024, 13, 4, 15}, {8, 32 * 3, 3, 0, 8},
@@ -328,7 +336,7 @@ func TestQ8Tiles(t *testing.T) {
 				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 				want, _ := asmDotQ8_0(row, a.d8[tk*nb*8:(tk+1)*nb*8], a.q[tk*nb*32:(tk+1)*nb*32])
 				if g := got[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
-					t.Fatalf("%v: token %d row %d: tile %g, row kernel %g", sh, tk, r, g, want)
+					t.Fatalf("%v (512-bit %v): token %d row %d: tile %g, row kernel %g", sh, q8Wide, tk, r, g, want)
 				}
 			}
 		}
