@@ -29,12 +29,13 @@ var matVecSetsMiB = []int{32, 128, 256}
 // are 0.2-33 MB; a few MiB keeps per-call costs (measured apart) a small correction.
 const matVecMatrixMiB = 2
 
-// matMulTokens and matMulRows: the prefill product at each width of matVecCols, for
-// matrices of matMulRows rows (fewer if --read-mib cannot hold them) and these token counts.
-// The rows matter: each call converts all its tokens' activations once (to 8-bit blocks,
-// f16 or bf16), which a 128-row matrix amortizes 16× worse than a layer's 2048 rows
-// (measured: q8_0 at 8192 columns, 14-23 GFLOP/s with 128 rows, against the 84 a Llama-1B
-// prefill reaches).
+// matMulTokens and matMulRows: the prefill product at each width of matVecCols and these
+// token counts, on matrices of matMulRows rows (fewer if --read-mib cannot hold them) and
+// of one 4-row group per thread. Two row counts separate the product's two costs: each call converts all
+// its tokens' activations once (to 8-bit blocks, f16 or bf16) whatever its rows, and then
+// every row costs the same. Measured on one 2048-row size only, a layer of 576 rows would be
+// predicted too fast; on 128 rows (an earlier version) q8_0 at 8192 columns read 14-23
+// GFLOP/s against the 84 a Llama-1B prefill reaches.
 var matMulTokens = []int{4, 16, 64, 256}
 
 const matMulRows = 2048
@@ -142,15 +143,31 @@ func matMulGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []
 		if err != nil {
 			return nil, err
 		}
-		rows := max(4, min(matMulRows, len(data)/rb)/4*4)
-		m, err := kernels.NewMat(dt, rows, cols, data[:rows*rb])
+		rows := max(8, min(matMulRows, len(data)/rb)/8*8)
+		big, err := kernels.NewMat(dt, rows, cols, data[:rows*rb])
+		if err != nil {
+			return nil, err
+		}
+		// The fixed cost is timed directly on a matrix of one 4-row group per thread (the
+		// conversion, the hand-over and next to no rows), not extrapolated from two big
+		// timings whose difference a neighbour can swamp.
+		few := 4 * pool.Threads()
+		small, err := kernels.NewMat(dt, few, cols, data[:few*rb])
 		if err != nil {
 			return nil, err
 		}
 		x, y := randomVec(maxT*cols, int64(cols)+1), make([]float32, maxT*rows)
 		for _, t := range matMulTokens {
-			sec := fastestCall(clock, threads, repeats, func() { kernels.MatMul(pool, y, &m, x, t, s) })
-			out = append(out, MatMulRate{Cols: cols, Tokens: t, GFLOPS: 2 * float64(t) * float64(rows) * float64(cols) / sec / 1e9})
+			sb := fastestCall(clock, threads, repeats, func() { kernels.MatMul(pool, y, &big, x, t, s) })
+			ss := fastestCall(clock, threads, repeats, func() { kernels.MatMul(pool, y, &small, x, t, s) })
+			// Time = call + rows × per-row; noise can make the difference of the two
+			// timings meaningless, then the whole time counts per row.
+			perRow := (sb - ss) / float64(rows-few)
+			call := ss - perRow*float64(few)
+			if perRow <= 0 || call < 0 {
+				perRow, call = sb/float64(rows), 0
+			}
+			out = append(out, MatMulRate{Cols: cols, Tokens: t, GFLOPS: 2 * float64(t) * float64(cols) / perRow / 1e9, CallUs: call * 1e6})
 		}
 	}
 	return out, nil

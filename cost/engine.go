@@ -102,7 +102,8 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 	var pc passCost
 	var calls float64
 	// product adds `times` calls of a rows×cols product over t tokens: the larger of its
-	// FLOP and byte times (the roofline, per call), plus the call's fixed cost. One token
+	// FLOP and byte times (the roofline, per call), plus the call's fixed cost (for several
+	// tokens: converting their activations, measured with the FLOP rate). One token
 	// runs the matrix×vector kernel, whose measured streaming rate already includes its
 	// arithmetic: its time is the byte time (its FLOPs, at the matrix×matrix kernel's best
 	// rate, only say how far from compute-bound it is).
@@ -110,16 +111,14 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 		bytes := float64(rows) * float64(cols) * dt.Bytes
 		flops := 2 * float64(t) * float64(rows) * float64(cols)
 		mem := bytes / r.matVecBW(cols, set)
-		var comp float64
-		if t == 1 {
-			comp = flops / r.FLOPS
-		} else {
-			comp = flops / r.matMulFLOPS(t, cols)
+		comp, call := flops/r.FLOPS, r.CallUs*1e-6
+		if t > 1 {
+			comp, call = flops/r.matMulFLOPS(t, cols), r.matMulCall(t, cols)
 		}
 		pc.Compute += times * comp
 		pc.Memory += times * mem
-		calls += times * r.CallUs * 1e-6
-		return times * (max(comp, mem) + r.CallUs*1e-6)
+		calls += times * call
+		return times * (max(comp, mem) + call)
 	}
 	var layers float64
 	var inter float64 // SwiGLU width per token, for silu(gate)·up
@@ -242,6 +241,20 @@ func (r Rates) matMulFLOPS(t, cols int) float64 {
 	pts := make([]gridPoint, len(r.MatMul))
 	for i, m := range r.MatMul {
 		pts[i] = gridPoint{outer: float64(m.Cols), inner: float64(m.Tokens), v: m.GFLOPS * 1e9}
+	}
+	return interpGrid(pts, float64(cols), float64(t))
+}
+
+// matMulCall is the fixed cost in seconds of a product call over t tokens with rows of cols
+// weights (the activations' conversion grows with both), interpolated as matMulFLOPS; the
+// one-token call cost where the table has none.
+func (r Rates) matMulCall(t, cols int) float64 {
+	pts := make([]gridPoint, 0, len(r.MatMul))
+	for _, m := range r.MatMul {
+		pts = append(pts, gridPoint{outer: float64(m.Cols), inner: float64(m.Tokens), v: m.CallUs * 1e-6})
+	}
+	if len(pts) == 0 {
+		return r.CallUs * 1e-6
 	}
 	return interpGrid(pts, float64(cols), float64(t))
 }

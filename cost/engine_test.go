@@ -86,6 +86,23 @@ func TestEngineOverheadTerms(t *testing.T) {
 		t.Errorf("5 µs per call added %g s to a decode step, want %g (4 calls × %d layers + the head)", d, want, s.Layers)
 	}
 
+	// A prefill product's call cost (its activations' conversion) comes from the
+	// matrix×matrix table: 4 calls per layer; the head runs one token, at the one-token cost.
+	hw = engineProfile()
+	k = hw.Calibration[0].Kernels["bf16"]
+	k.MatMul = append([]MatMulRate{}, k.MatMul...)
+	for i := range k.MatMul {
+		k.MatMul[i].CallUs = 10
+	}
+	hw.Calibration[0].Kernels["bf16"] = k
+	withConv := estimate(t, s, hw, 32, 1)
+	if d, want := withConv.Prefill.Seconds-base.Prefill.Seconds, float64(4*s.Layers)*10e-6; !near(d, want, 1e-9) {
+		t.Errorf("10 µs per prefill call added %g s to the prefill, want %g", d, want)
+	}
+	if withConv.Decode.Seconds != base.Decode.Seconds {
+		t.Errorf("the prefill table's call cost changed a decode step: %g s, was %g", withConv.Decode.Seconds, base.Decode.Seconds)
+	}
+
 	hw = engineProfile()
 	hw.Calibration[0].Engine.RunUs = 7
 	hw.Calibration[0].Engine.NormNs = 1
@@ -155,7 +172,7 @@ func TestEngineInterpolation(t *testing.T) {
 			t.Errorf("matvec at %d cols over %g MiB: %g GB/s, want %g", c.cols, c.mib, got, c.gbs)
 		}
 	}
-	r.MatMul = []MatMulRate{{1024, 4, 10}, {1024, 64, 50}}
+	r.MatMul = []MatMulRate{{Cols: 1024, Tokens: 4, GFLOPS: 10}, {Cols: 1024, Tokens: 64, GFLOPS: 50}}
 	if got := r.matMulFLOPS(16, 1024) / 1e9; !near(got, 30, 1e-9) {
 		t.Errorf("matmul at 16 tokens: %g GFLOP/s, want 30 (half way in log tokens)", got)
 	}

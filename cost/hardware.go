@@ -88,11 +88,14 @@ type MatVecRate struct {
 	GBs    float64 `json:"gb_s"`
 }
 
-// MatMulRate is the matrix×matrix rate on rows of Cols weights for Tokens tokens per pass.
+// MatMulRate is the matrix×matrix rate on rows of Cols weights for Tokens tokens per pass:
+// GFLOPS per additional row, CallUs what a call costs whatever its rows (converting the
+// tokens' activations, the hand-over).
 type MatMulRate struct {
 	Cols   int     `json:"cols"`
 	Tokens int     `json:"tokens"`
 	GFLOPS float64 `json:"gflops"`
+	CallUs float64 `json:"call_us,omitempty"`
 }
 
 // TokenRate is the matrix×matrix rate at a number of tokens per pass.
@@ -303,7 +306,7 @@ func (c ThreadRates) validateEngine() error {
 			}
 		}
 		for _, m := range k.MatMul {
-			if m.Cols <= 0 || m.Tokens <= 0 || m.GFLOPS <= 0 {
+			if m.Cols <= 0 || m.Tokens <= 0 || m.GFLOPS <= 0 || m.CallUs < 0 {
 				return fmt.Errorf("kernels[%s].matmul: cols %d, %d tokens, %g GFLOP/s: all must be positive", d, m.Cols, m.Tokens, m.GFLOPS)
 			}
 		}
