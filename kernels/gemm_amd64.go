@@ -315,3 +315,21 @@ func asmEncodeF16(dst []uint16, src []float32) int {
 	encodeF16AVX2(&dst[0], &src[0], n)
 	return n
 }
+
+// asmMatVecF16 is the f16 matrix×vector product (w: len(out) rows of len(x) columns, x
+// rounded to f16) with each row in ggml_vec_dot_f16's arithmetic (DotF16: 16-lane order on
+// AVX-512 CPUs, as llama.cpp's decode there, else 8-lane), one row streamed after another.
+// It reports false where the columns leave a tail (not a multiple of 64, or 32 for 8 lanes).
+func asmMatVecF16(out []float32, w []uint16, x []float32) bool {
+	cols := len(x)
+	step, nacc := 32, 4
+	if ggmlAVX512 {
+		step, nacc = 64, 8
+	}
+	if !useAsmQ8 || cols == 0 || cols%step != 0 || len(out) == 0 {
+		return false
+	}
+	w = w[:len(out)*cols]
+	attnScoresF16AVX2(&x[0], &w[0], nil, len(out), 2*cols, cols, nacc, 1, &out[0])
+	return true
+}

@@ -387,7 +387,8 @@ accstore:
 // func attnScoresF16AVX2(q *float32, k *uint16, rows *int32, n int, stride int, hd int, nacc int, scale float32, out *float32)
 //
 // The scores of one query over n cached key rows: out[j] = DotF16(q, key j)·scale, key j
-// at k + rows[j]·stride bytes, hd elements (a multiple of 8·nacc). Each dot is
+// at k + rows[j]·stride bytes (rows nil: k + j·stride), hd elements (a multiple of 8·nacc).
+// With rows nil and scale 1 it is the f16 matrix×vector product in ggml_vec_dot_f16's order. Each dot is
 // dotF16AccAVX2's loop followed by reduceDotF16's tree in registers (nacc 4: ggml's AVX2
 // reduction; 8: its AVX-512 one), so every score has the bits DotF16 gives, without a
 // call, a spill of the accumulators and a Go reduction per position.
@@ -405,9 +406,19 @@ TEXT ·attnScoresF16AVX2(SB), NOSPLIT, $0-72
 	JZ scdone2
 
 scpos:
+	TESTQ R8, R8
+	JZ scnext
 	MOVLQSX (R8), AX
 	IMULQ R10, AX
 	LEAQ (SI)(AX*1), R12
+	ADDQ $4, R8
+	JMP scrow
+
+scnext: // rows nil: consecutive rows from k on
+	MOVQ SI, R12
+	ADDQ R10, SI
+
+scrow:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -491,7 +502,6 @@ scstore:
 	VMULSS X15, X0, X0
 	VMOVSS X0, (DX)
 	ADDQ $4, DX
-	ADDQ $4, R8
 	DECQ R9
 	JNZ scpos
 

@@ -131,3 +131,30 @@ func TestWidenRowsAllValues(t *testing.T) {
 		}
 	}
 }
+
+// TestMatVecF16RowOrder: the f16 matrix×vector product gives DotF16's bits (ggml_vec_dot_f16)
+// for every row, in both of ggml's lane orders.
+func TestMatVecF16RowOrder(t *testing.T) {
+	if !useAsmQ8 || !useF16RowDot {
+		t.Skip("no F16C assembly (or TOKENWISE_NO_ASM / TOKENWISE_F16_DECODE=rows4)")
+	}
+	defer func(v bool) { ggmlAVX512 = v }(ggmlAVX512)
+	rng := rand.New(rand.NewPCG(51, 52))
+	const rows, cols = 37, 192
+	w, _ := randMat(t, rng, tensor.F16, rows, cols)
+	x := randVec(rng, cols)
+	RoundF16(x)
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(2)
+	for _, lanes16 := range []bool{false, true} {
+		ggmlAVX512 = lanes16
+		out := make([]float32, rows)
+		MatVec(p, out, &w, x, s)
+		for r := range rows {
+			if want := DotF16(x, w.u16[r*cols:(r+1)*cols]); math.Float32bits(out[r]) != math.Float32bits(want) {
+				t.Fatalf("lanes16 %v row %d: %g, want %g", lanes16, r, out[r], want)
+			}
+		}
+	}
+}

@@ -41,3 +41,5 @@ func asmRoundF16(dst, src []float32) int { return 0 }
 func asmEncodeF16(dst []uint16, src []float32) int { return 0 }
 
 var q8Wide = false
+
+func asmMatVecF16(out []float32, w []uint16, x []float32) bool { return false }

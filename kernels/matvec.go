@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"os"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -32,7 +33,15 @@ func (s *Scratch) buf(worker, n int) []float32 {
 	return s.bufs[worker][:n]
 }
 
+// useF16RowDot selects the f16 matrix×vector product row by row in ggml's order
+// (asmMatVecF16) over the four-row kernel; TOKENWISE_F16_DECODE=rows4 selects the latter,
+// to measure one against the other.
+var useF16RowDot = os.Getenv("TOKENWISE_F16_DECODE") != "rows4"
+
 func matVecRows(out []float32, w *Mat, x []float32, lo, hi int, tmp []float32) {
+	if w.DType == tensor.F16 && useF16RowDot && asmMatVecF16(out[lo:hi], w.u16[lo*w.Cols:hi*w.Cols], x) { // gemm_amd64.s
+		return
+	}
 	if simdMatVecRows(out, w, x, lo, hi) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
 		return
 	}
