@@ -120,30 +120,27 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 		calls += times * call
 		return times * (max(comp, mem) + call)
 	}
-	var layers float64
-	var inter float64 // SwiGLU width per token, for silu(gate)·up
-	for l := range s.Layers {
-		// Attention: Q, K and V in one fused call, then the output projection.
-		layers += product(q+2*kvd, s.Hidden, tok, 1)
-		layers += product(s.Hidden, q, tok, 1)
-		if !s.MoE() || l < s.DenseLayers {
-			// SwiGLU: gate and up fused, then down.
-			layers += product(2*s.Intermediate, s.Hidden, tok, 1)
-			layers += product(s.Hidden, s.Intermediate, tok, 1)
-			inter += float64(s.Intermediate)
-			continue
-		}
-		// MoE: the router, then each touched expert's SwiGLU over its share of the tokens.
-		layers += product(s.Experts, s.Hidden, tok, 1)
+	// Every layer makes the same calls: Q, K and V in one fused call, the output
+	// projection, then SwiGLU's gate and up fused and down. A MoE layer instead routes
+	// (the router's product) to the experts its tokens touch, each over its share of the
+	// tokens, plus the shared expert.
+	dense := s.Layers
+	if s.MoE() {
+		dense = min(s.DenseLayers, s.Layers)
+	}
+	moe := float64(s.Layers - dense)
+	attnProj := product(q+2*kvd, s.Hidden, tok, float64(s.Layers)) + product(s.Hidden, q, tok, float64(s.Layers))
+	layers := attnProj + product(2*s.Intermediate, s.Hidden, tok, float64(dense)) + product(s.Hidden, s.Intermediate, tok, float64(dense))
+	inter := float64(dense) * float64(s.Intermediate) // SwiGLU widths per token, all layers
+	if moe > 0 {
 		te := s.touchedExperts(tok)
 		per := max(1, int(math.Round(float64(tok*s.ExpertsPerTok)/te)))
-		layers += product(2*s.MoEIntermediate, s.Hidden, per, te)
-		layers += product(s.Hidden, s.MoEIntermediate, per, te)
-		inter += float64(s.ExpertsPerTok * s.MoEIntermediate)
+		layers += product(s.Experts, s.Hidden, tok, moe)
+		layers += product(2*s.MoEIntermediate, s.Hidden, per, moe*te) + product(s.Hidden, s.MoEIntermediate, per, moe*te)
+		inter += moe * float64(s.ExpertsPerTok*s.MoEIntermediate)
 		if s.SharedExpertSize > 0 {
-			layers += product(2*s.SharedExpertSize, s.Hidden, tok, 1)
-			layers += product(s.Hidden, s.SharedExpertSize, tok, 1)
-			inter += float64(s.SharedExpertSize)
+			layers += product(2*s.SharedExpertSize, s.Hidden, tok, moe) + product(s.Hidden, s.SharedExpertSize, tok, moe)
+			inter += moe * float64(s.SharedExpertSize)
 		}
 	}
 	// Vector operations per token, on the calling goroutine: two RMSNorms and two residual
@@ -164,9 +161,9 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 	vec *= 1e-9
 
 	// Attention, one pool hand-over per layer: token j of a sequence (position ctx+j)
-	// attends ctx+j+1 positions with every query head, and each query head has a fixed cost. The pool splits the tokens × heads
-	// in contiguous equal counts, so when there are fewer of them than a multiple of the
-	// threads the busiest worker sets the time.
+	// attends ctx+j+1 positions with every query head, and each query head has a fixed
+	// cost. The pool splits the tokens × heads in contiguous equal counts, so when there are
+	// fewer of them than a multiple of the threads the busiest worker sets the time.
 	positions := float64(n)*float64(ctx) + float64(n)*float64(n+1)/2
 	items := tok * s.Heads
 	threads := max(1, r.Threads)

@@ -64,6 +64,15 @@ func TestEngineProductsCoverTheWeights(t *testing.T) {
 	if kv := s.kvReadTime(r, 1, 33); !near(step.Overhead, kv, 1e-6) {
 		t.Errorf("overhead %g s: want only the KV cache reads' %g s", step.Overhead, kv)
 	}
+	// A MoE model at batch 1: attention, the router, the 8 experts a token uses, the head.
+	moe := shape(t, "qwen3-30b-a3b")
+	mp := moe.Params()
+	mBytes := float64(mp.Attention+mp.Router+mp.ActiveExpert+mp.Shared+int64(moe.Vocab*moe.Hidden)) * 2
+	mStep := moe.enginePass(r, 1, 1, 32, prec(t, "bf16"), prec(t, "f32"))
+	// (Params.Attention holds the q/k norm scales too: 48·256 of 3.3e9 weights.)
+	if !near(mStep.Memory-moe.kvReadTime(r, 1, 33), mBytes/10e9, 1e-5) {
+		t.Errorf("MoE products' byte time %g s, want %g s", mStep.Memory-moe.kvReadTime(r, 1, 33), mBytes/10e9)
+	}
 }
 
 // kvReadTime is the KV-cache term enginePass adds to Memory, for the test's bookkeeping.
