@@ -431,6 +431,7 @@ scrow:
 	SHRQ $5, CX
 
 sc8loop:
+	PREFETCHT0 1024(R12)(AX*1) // the rows ahead: a matrix streams, a cache mostly does
 	VCVTPH2PS (R12)(AX*1), Y8
 	VCVTPH2PS 16(R12)(AX*1), Y9
 	VCVTPH2PS 32(R12)(AX*1), Y10
@@ -461,6 +462,8 @@ sc16:
 	SHRQ $6, CX
 
 sc16loop:
+	PREFETCHT0 1024(R12)(AX*1)
+	PREFETCHT0 1088(R12)(AX*1)
 	VCVTPH2PS (R12)(AX*1), Y8
 	VCVTPH2PS 16(R12)(AX*1), Y9
 	VCVTPH2PS 32(R12)(AX*1), Y10
