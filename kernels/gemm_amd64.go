@@ -177,11 +177,28 @@ func asmAttnScoresF16(out, q []float32, k []uint16, rows []int32, off, stride in
 	if lanes16 {
 		nacc = 8
 	}
+	if lanes16 && useAVX512Attn {
+		attnScoresF16Z(&q[0], &k[off], &rows[0], len(rows), 2*stride, len(q), scale, &out[0])
+		return
+	}
 	attnScoresF16AVX2(&q[0], &k[off], &rows[0], len(rows), 2*stride, len(q), nacc, scale, &out[0])
 }
 
+//go:noescape
+func attnScoresF16Z(q *float32, k *uint16, rows *int32, n, stride, hd int, scale float32, out *float32)
+
+//go:noescape
+func attnMadSeqF16Z(acc *float32, v *uint16, rows *int32, n, stride, hd int, ms, vs *float32)
+
+// useAVX512Attn selects the 512-bit value pass where the head size allows.
+var useAVX512Attn = useAsmQ8 && cpu.X86.HasAVX512F
+
 // asmAttnMadSeqF16 is FlashF16.Attend's value pass over acc (see attnMadSeqF16AVX2).
 func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
+	if useAVX512Attn && len(acc)%128 == 0 {
+		attnMadSeqF16Z(&acc[0], &v[off], &rows[0], len(rows), 2*stride, len(acc), &ms[0], &vs[0])
+		return
+	}
 	attnMadSeqF16AVX2(&acc[0], &v[off], &rows[0], len(rows), 2*stride, len(acc), &ms[0], &vs[0])
 }
 
@@ -189,7 +206,7 @@ func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, 
 func q8Tile4x4VNNI(w *byte, rowBytes, nb int, dw *float32, x *int8, xBytes int, d8 *float32, acc *[128]float32)
 
 //go:noescape
-func q8Tile4x4VNNIZ(w *byte, rowBytes, nb int, dw16 *float32, x *int8, xBytes int, d *float32, acc *[128]float32)
+func q8Tile4x4VNNIZ(w *byte, rowBytes, nb int, dw16 *float32, x *int8, xBytes int, d *float32, out *[16]float32)
 
 // useVNNI enables the Q8_0 prefill tiles: AVX-512 VNNI. q8Wide picks the 512-bit tile
 // (q8Tile4x4VNNIZ, two rows per register) over the 256-bit one (q8Tile4x4VNNI), which
@@ -235,10 +252,15 @@ func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) {
 		}
 		for t := 0; t < n4; t += 4 {
 			if q8Wide {
-				q8Tile4x4VNNIZ(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d[t*nb], &acc)
-			} else {
-				q8Tile4x4VNNI(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d8[t*nb*8], &acc)
+				var res [16]float32
+				q8Tile4x4VNNIZ(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d[t*nb], &res)
+				for j := range 4 {
+					o := out[(t+j)*rows+r : (t+j)*rows+r+4]
+					o[0], o[1], o[2], o[3] = res[j], res[4+j], res[8+j], res[12+j]
+				}
+				continue
 			}
+			q8Tile4x4VNNI(&w.Data[r*w.rowBytes], w.rowBytes, nb, &dw[0], &q[t*nb*32], nb*32, &d8[t*nb*8], &acc)
 			for k := range 4 {
 				for j := range 4 {
 					out[(t+j)*rows+r+k] = hsum8((*[8]float32)(acc[8*(4*k+j):]))
@@ -330,6 +352,10 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool {
 		return false
 	}
 	w = w[:len(out)*cols]
+	if nacc == 8 && useAVX512Attn {
+		attnScoresF16Z(&x[0], &w[0], nil, len(out), 2*cols, cols, 1, &out[0])
+		return true
+	}
 	attnScoresF16AVX2(&x[0], &w[0], nil, len(out), 2*cols, cols, nacc, 1, &out[0])
 	return true
 }
