@@ -359,3 +359,18 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool {
 	attnScoresF16AVX2(&x[0], &w[0], nil, len(out), 2*cols, cols, nacc, 1, &out[0])
 	return true
 }
+
+//go:noescape
+func quantQ8BlocksAVX512(x *float32, q *int8, d *float32, sum *int32, nb int)
+
+// asmQuantQ8 is quantBlockQ8 over every block of x (len(x)/32 blocks; d and sum one per
+// block); it reports false where the assembly does not run.
+func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool {
+	nb := len(x) / 32
+	if !useVNNI || nb == 0 { // AVX-512VL (VPMOVSDB); VNNI CPUs have it
+		return false
+	}
+	q, d, sum = q[:nb*32], d[:nb], sum[:nb]
+	quantQ8BlocksAVX512(&x[0], &q[0], &d[0], &sum[0], nb)
+	return true
+}

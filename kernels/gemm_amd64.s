@@ -1507,3 +1507,94 @@ szloop:
 szdone:
 	VZEROUPPER
 	RET
+
+// func quantQ8BlocksAVX512(x *float32, q *int8, d *float32, sum *int32, nb int)
+//
+// quantBlockQ8 over nb blocks of 32 values: amax = max |x| (exact in any order), d = amax/127,
+// id = 127/amax (0 when amax is 0), q = x·id rounded to nearest even (VCVTPS2DQ under the
+// default MXCSR) and saturated to int8, sum = Σq of the saturated values.
+TEXT ·quantQ8BlocksAVX512(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), R8
+	MOVQ sum+24(FP), R9
+	MOVQ nb+32(FP), CX
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Y15
+	MOVL $-128, AX
+	VPBROADCASTD AX, Y14
+	MOVL $127, AX
+	VPBROADCASTD AX, Y13
+	MOVL $0x42fe0000, AX // 127.0
+	VMOVD AX, X12
+	VXORPS X11, X11, X11
+	TESTQ CX, CX
+	JZ qqdone
+
+qqblock:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VANDPS Y15, Y0, Y4
+	VANDPS Y15, Y1, Y5
+	VANDPS Y15, Y2, Y6
+	VANDPS Y15, Y3, Y7
+	VMAXPS Y5, Y4, Y4
+	VMAXPS Y7, Y6, Y6
+	VMAXPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMAXPS X5, X4, X4
+	VMOVHLPS X4, X4, X5
+	VMAXPS X5, X4, X4
+	VMOVSHDUP X4, X5
+	VMAXSS X5, X4, X4
+	VDIVSS X12, X4, X8 // d = amax/127
+	VMOVSS X8, (R8)
+	VXORPS X9, X9, X9
+	VUCOMISS X11, X4
+	JEQ qqzero
+	VDIVSS X4, X12, X9 // id = 127/amax
+
+qqzero:
+	VBROADCASTSS X9, Y9
+	VMULPS Y9, Y0, Y0
+	VMULPS Y9, Y1, Y1
+	VMULPS Y9, Y2, Y2
+	VMULPS Y9, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPMAXSD Y14, Y0, Y0
+	VPMAXSD Y14, Y1, Y1
+	VPMAXSD Y14, Y2, Y2
+	VPMAXSD Y14, Y3, Y3
+	VPMINSD Y13, Y0, Y0
+	VPMINSD Y13, Y1, Y1
+	VPMINSD Y13, Y2, Y2
+	VPMINSD Y13, Y3, Y3
+	VPMOVSDB Y0, (DI)
+	VPMOVSDB Y1, 8(DI)
+	VPMOVSDB Y2, 16(DI)
+	VPMOVSDB Y3, 24(DI)
+	VPADDD Y1, Y0, Y0
+	VPADDD Y3, Y2, Y2
+	VPADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD X1, X0, X0
+	VMOVD X0, (R9)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, R8
+	ADDQ $4, R9
+	DECQ CX
+	JNZ qqblock
+
+qqdone:
+	VZEROUPPER
+	RET

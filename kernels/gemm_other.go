@@ -43,3 +43,5 @@ func asmEncodeF16(dst []uint16, src []float32) int { return 0 }
 var q8Wide = false
 
 func asmMatVecF16(out []float32, w []uint16, x []float32) bool { return false }
+
+func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool { return false }

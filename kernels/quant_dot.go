@@ -26,6 +26,9 @@ type qact struct {
 	// d8, s8: d and s repeated eight times per block, for vector kernels that load them
 	// as whole vectors (no scalar float code in their loops).
 	d8, s8 []float32
+	// raw, sums: each block's unrounded scale and quant sum (quantize's scratch).
+	raw  []float32
+	sums []int32
 }
 
 // actKind is the activation format a weight dtype multiplies with.
@@ -63,9 +66,18 @@ func (a *qact) quantize(x []float32, withSum bool) {
 		a.d8 = make([]float32, nb*8)
 		a.s8 = make([]float32, nb*8)
 	}
+	if cap(a.raw) < nb {
+		a.raw, a.sums = make([]float32, nb), make([]int32, nb)
+	}
 	a.d, a.s, a.q, a.d8, a.s8 = a.d[:nb], a.s[:nb], a.q[:nb*32], a.d8[:nb*8], a.s8[:nb*8]
+	raw, sums := a.raw[:nb], a.sums[:nb]
+	if !asmQuantQ8(x[:nb*32], a.q, raw, sums) { // AVX-512 assembly (gemm_amd64.s)
+		for b := range nb {
+			raw[b], sums[b] = quantBlockQ8((*[32]float32)(x[b*32:]), (*[32]int8)(a.q[b*32:]))
+		}
+	}
 	for b := range nb {
-		d, sum := quantBlockQ8((*[32]float32)(x[b*32:]), (*[32]int8)(a.q[b*32:]))
+		d, sum := raw[b], sums[b]
 		a.d[b] = f16Round(d)
 		if withSum {
 			a.s[b] = f16Round(d * float32(sum))

@@ -358,3 +358,32 @@ func TestRoundActivationsF16Bits(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantQ8Asm: the assembly activation quantizer gives quantBlockQ8's quants, scale and
+// sum for every block: ordinary values across binades, an all-zero block, exact halves
+// (ties to even), and a block with an infinity (its lanes saturate as the Go code's do).
+func TestQuantQ8Asm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	const nb = 67
+	x := make([]float32, nb*32)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * math.Exp(3*rng.NormFloat64()))
+	}
+	clear(x[32*3 : 32*4])
+	for i := range 32 {
+		x[32*5+i] = float32(i-16) + 0.5
+	}
+	x[32*5] = 127
+	x[32*9+4] = float32(math.Inf(1))
+	q, d, sum := make([]int8, nb*32), make([]float32, nb), make([]int32, nb)
+	if !asmQuantQ8(x, q, d, sum) {
+		t.Skip("no AVX-512 quantizer on this CPU")
+	}
+	for b := range nb {
+		var wq [32]int8
+		wd, ws := quantBlockQ8((*[32]float32)(x[b*32:]), &wq)
+		if math.Float32bits(d[b]) != math.Float32bits(wd) || sum[b] != ws || [32]int8(q[b*32:b*32+32]) != wq {
+			t.Fatalf("block %d: d %g sum %d q %v, want d %g sum %d q %v", b, d[b], sum[b], q[b*32:b*32+32], wd, ws, wq)
+		}
+	}
+}
