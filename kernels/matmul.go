@@ -11,37 +11,66 @@ func MatMul(p *Pool, out []float32, w *Mat, x []float32, n int, s *Scratch) {
 	MatMulMany(p, []Product{{w, out}}, x, n, s)
 }
 
-// matMulRows computes rows [lo,hi) of w for all n tokens; buf holds 4×Cols floats.
+// blockBytes is the cache blocking of the prefill product: weight rows are widened (or
+// read) about this many bytes of float32 at a time, and multiplied against about as many
+// bytes of tokens at a time, so both stay in a core's L2 while every tile of the block
+// reuses them. Without it a long prompt's tokens (512 tokens × 1024 columns: 2 MiB) came
+// from L3 on every four weight rows.
+const blockBytes = 384 << 10
+
+// blockRows is how many weight rows (a multiple of 4) matMulRows takes at a time.
+func blockRows(cols int) int { return max(4, blockBytes/(4*cols)&^3) }
+
+// matMulBufLen is the scratch matMulRows needs per worker: a block of rows, and four more
+// for a padded last tile.
+func matMulBufLen(cols int) int { return (blockRows(cols) + 4) * cols }
+
+// matMulRows computes rows [lo,hi) of w for all n tokens; buf holds matMulBufLen(Cols) floats.
 func matMulRows(out []float32, w *Mat, x []float32, n, lo, hi int, buf []float32) {
 	cols, rows := w.Cols, w.Rows
-	for r := lo; r < hi; r += 4 {
-		nr := min(4, hi-r)
+	rb := blockRows(cols)
+	tb := rb // tokens per block: as many bytes as the rows
+	for r0 := lo; r0 < hi; r0 += rb {
+		r1 := min(hi, r0+rb)
 		var wb []float32
 		if w.DType == tensor.F32 {
-			wb = w.f32[r*cols : (r+nr)*cols]
+			wb = w.f32[r0*cols : r1*cols]
 		} else {
-			for i := range nr {
-				_ = w.Row(r+i, buf[i*cols:(i+1)*cols]) // NewMat validated dtype and sizes
+			for r := r0; r < r1; r++ {
+				_ = w.Row(r, buf[(r-r0)*cols:(r-r0+1)*cols]) // NewMat validated dtype and sizes
 			}
-			wb = buf[:nr*cols]
+			wb = buf[:(r1-r0)*cols]
 		}
-		if nr == 4 {
-			matMulBlock4(out, wb, x, n, cols, rows, r)
-		} else if useAVX512Tile && cols%16 == 0 {
-			// The last rows, padded to a tile by repeating the last one: every row of the
-			// product then has the tile's arithmetic, wherever it falls.
-			pad := buf[:4*cols]
-			copy(pad, wb)
-			for i := nr; i < 4; i++ {
-				copy(pad[i*cols:(i+1)*cols], wb[(nr-1)*cols:nr*cols])
+		for t0 := 0; t0 < n; t0 += tb {
+			nt := min(tb, n-t0)
+			xs, os := x[t0*cols:(t0+nt)*cols], out[t0*rows:(t0+nt)*rows]
+			for r := r0; r < r1; r += 4 {
+				nr := min(4, r1-r)
+				matMulRows4(os, wb[(r-r0)*cols:(r-r0+nr)*cols], xs, nt, cols, rows, r, nr, buf[rb*cols:(rb+4)*cols])
 			}
-			asmTiles4x4(out, pad, x, n, cols, rows, r, nr)
-		} else {
-			for i := range nr {
-				wr := wb[i*cols : (i+1)*cols]
-				for t := range n {
-					out[t*rows+r+i] = Dot(wr, x[t*cols:(t+1)*cols])
-				}
+		}
+	}
+}
+
+// matMulRows4 multiplies nr ≤ 4 weight rows (w) by n tokens into columns r..r+nr-1 of out;
+// pad is scratch for 4×cols floats.
+func matMulRows4(out, w, x []float32, n, cols, rows, r, nr int, pad []float32) {
+	switch {
+	case nr == 4:
+		matMulBlock4(out, w, x, n, cols, rows, r)
+	case useAVX512Tile && cols%16 == 0:
+		// The last rows, padded to a tile by repeating the last one: every row of the
+		// product then has the tile's arithmetic, wherever it falls.
+		copy(pad, w)
+		for i := nr; i < 4; i++ {
+			copy(pad[i*cols:(i+1)*cols], w[(nr-1)*cols:nr*cols])
+		}
+		asmTiles4x4(out, pad, x, n, cols, rows, r, nr)
+	default:
+		for i := range nr {
+			wr := w[i*cols : (i+1)*cols]
+			for t := range n {
+				out[t*rows+r+i] = Dot(wr, x[t*cols:(t+1)*cols])
 			}
 		}
 	}

@@ -75,7 +75,7 @@ func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 			}
 		}
 		return func(worker int, out []float32, w *Mat, lo, hi int) {
-			matMulRows(out, w, xr, n, lo, hi, s.buf(worker, 4*w.Cols))
+			matMulRows(out, w, xr, n, lo, hi, s.buf(worker, matMulBufLen(w.Cols)))
 		}
 	}
 	panic(fmt.Sprintf("kernels: no product for %v weights", w.DType)) // NewMat admits only the dtypes above

@@ -434,3 +434,26 @@ func TestParseConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBalancedCoversAndSplitsEvenly: balanced maps units one to one onto tokens × heads, and
+// the two halves of the unit range (what two workers get) carry causal attention work
+// within one token's worth (all heads) of each other; in plain order the later half would
+// carry three times the earlier's.
+func TestBalancedCoversAndSplitsEvenly(t *testing.T) {
+	for _, n := range []int{1, 2, 5, 128, 513} {
+		const heads = 3
+		seen := make([]bool, n*heads)
+		work := [2]int{}
+		for i := range n * heads {
+			tk, h := balanced(i, n, heads)
+			if tk < 0 || tk >= n || h < 0 || h >= heads || seen[tk*heads+h] {
+				t.Fatalf("n %d: unit %d -> token %d head %d (out of range or repeated)", n, i, tk, h)
+			}
+			seen[tk*heads+h] = true
+			work[min(1, 2*i/(n*heads))] += tk + 1 // positions attended
+		}
+		if d := work[0] - work[1]; d < -heads*n || d > heads*n {
+			t.Errorf("n %d: halves attend %d and %d positions", n, work[0], work[1])
+		}
+	}
+}
