@@ -138,7 +138,7 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 				return float64(len(kb.big.Data)) / timed(o.Clock, t, func() { kernels.MatVec(pool, kb.out, &kb.big, kb.x, s) }) / 1e9
 			})}
 			var err error
-			if k.CallUs, err = callUs(pool, s, dt, kb.big.Data, o.Clock, t, o.Repeats); err == nil {
+			if k.CallUs, err = callUs(pool, s, dt, kb.big.Data, o.Clock, t); err == nil {
 				if k.MatVec, err = matVecGrid(pool, s, dt, kb.big.Data, o.ReadMiB, k.CallUs, o.Clock, t, (o.Repeats+1)/2); err == nil {
 					k.MatMul, err = matMulGrid(pool, s, dt, kb.big.Data, o.Clock, t, (o.Repeats+1)/2)
 				}
