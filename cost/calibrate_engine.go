@@ -31,11 +31,11 @@ const matVecMatrixMiB = 2
 
 // matMulTokens and matMulRows: the prefill product at each width of matVecCols and these
 // token counts, on matrices of matMulRows rows (fewer if --read-mib cannot hold them) and
-// of one 4-row group per thread. Two row counts separate the product's two costs: each call converts all
-// its tokens' activations once (to 8-bit blocks, f16 or bf16) whatever its rows, and then
-// every row costs the same. Measured on one 2048-row size only, a layer of 576 rows would be
-// predicted too fast; on 128 rows (an earlier version) q8_0 at 8192 columns read 14-23
-// GFLOP/s against the 84 a Llama-1B prefill reaches.
+// of one 4-row group per thread. Two row counts separate the product's two costs: each call
+// converts all its tokens' activations once (to 8-bit blocks, f16 or bf16) whatever its
+// rows, and then every row costs the same. Measured on one 2048-row size only, a layer of
+// 576 rows would be predicted too fast; on 128 rows (an earlier version) q8_0 at 8192
+// columns read 14-23 GFLOP/s against the 84 a Llama-1B prefill reaches.
 var matMulTokens = []int{4, 16, 64, 256}
 
 const matMulRows = 2048
