@@ -83,6 +83,10 @@ func asmDotQ8_0(row []byte, d8 []float32, q []int8) (v float32, ok bool) {
 	return hsum8(&acc), true
 }
 
+// TOKENWISE_NO_AVX512=1 keeps the assembly to AVX2 (the kernels of a CPU without AVX-512),
+// to test and measure those paths on one that has it.
+var hasAVX512 = os.Getenv("TOKENWISE_NO_AVX512") == ""
+
 // TOKENWISE_NO_ASM=1 turns the assembly off, to measure the other path.
 var useAsmGEMM = cpu.X86.HasAVX2 && cpu.X86.HasFMA && os.Getenv("TOKENWISE_NO_ASM") == ""
 
@@ -191,7 +195,7 @@ func attnScoresF16Z(q *float32, k *uint16, rows *int32, n, stride, hd int, scale
 func attnMadSeqF16Z(acc *float32, v *uint16, rows *int32, n, stride, hd int, ms, vs *float32)
 
 // useAVX512Attn selects the 512-bit value pass where the head size allows.
-var useAVX512Attn = useAsmQ8 && cpu.X86.HasAVX512F
+var useAVX512Attn = useAsmQ8 && hasAVX512 && cpu.X86.HasAVX512F
 
 // asmAttnMadSeqF16 is FlashF16.Attend's value pass over acc (see attnMadSeqF16AVX2).
 func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
@@ -212,7 +216,7 @@ func q8Tile4x4VNNIZ(w *byte, rowBytes, nb int, dw16 *float32, x *int8, xBytes in
 // (q8Tile4x4VNNIZ, two rows per register) over the 256-bit one (q8Tile4x4VNNI), which
 // TOKENWISE_Q8_TILE=256 selects to measure one against the other; both give the same bits.
 var (
-	useVNNI = useAsmQ8 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+	useVNNI = useAsmQ8 && hasAVX512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
 	q8Wide  = os.Getenv("TOKENWISE_Q8_TILE") != "256"
 )
 
@@ -275,7 +279,7 @@ func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) {
 func tile4x4F32Z(w *float32, cols int, x *[4]*float32, out *[16]float32)
 
 // useAVX512Tile enables the 16-lane float32 prefill tile (tile4x4F32Z).
-var useAVX512Tile = useAsmGEMM && cpu.X86.HasAVX512F
+var useAVX512Tile = useAsmGEMM && hasAVX512 && cpu.X86.HasAVX512F
 
 // asmTiles4x4 multiplies four weight rows (w, 4×cols) by all n tokens of x in 4×4 tiles of
 // 16-lane accumulators (a last partial tile repeats its last token), writing the first nr

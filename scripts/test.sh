@@ -17,6 +17,8 @@ export TOKENWISE_REQUIRE_REFS=1
 # Plain build first: the pure-Go kernels must build, vet and pass without the experiment.
 go vet ./...
 go test -count=1 ./kernels
+# The AVX2-only assembly, as on a CPU without AVX-512 (this is a no-op on one without it).
+TOKENWISE_NO_AVX512=1 go test -count=1 ./kernels
 # Everything else runs the fast path, as the README's commands do: the SIMD kernels need
 # Go 1.26's GOEXPERIMENT=simd (simd/archsimd).
 export GOEXPERIMENT=simd
