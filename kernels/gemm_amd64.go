@@ -192,6 +192,9 @@ func asmAttnScoresF16(out, q []float32, k []uint16, rows []int32, off, stride in
 func attnScoresF16Z(q *float32, k *uint16, rows *int32, n, stride, hd int, scale float32, out *float32)
 
 //go:noescape
+func attnMadSeqF16Z64(acc *float32, v *uint16, rows *int32, n, stride int, ms, vs *float32)
+
+//go:noescape
 func attnMadSeqF16Z(acc *float32, v *uint16, rows *int32, n, stride, hd int, ms, vs *float32)
 
 // useAVX512Attn selects the 512-bit value pass where the head size allows.
@@ -201,6 +204,10 @@ var useAVX512Attn = useAsmQ8 && hasAVX512 && cpu.X86.HasAVX512F
 func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
 	if useAVX512Attn && len(acc)%128 == 0 {
 		attnMadSeqF16Z(&acc[0], &v[off], &rows[0], len(rows), 2*stride, len(acc), &ms[0], &vs[0])
+		return
+	}
+	if useAVX512Attn && len(acc) == 64 {
+		attnMadSeqF16Z64(&acc[0], &v[off], &rows[0], len(rows), 2*stride, &ms[0], &vs[0])
 		return
 	}
 	attnMadSeqF16AVX2(&acc[0], &v[off], &rows[0], len(rows), 2*stride, len(acc), &ms[0], &vs[0])
