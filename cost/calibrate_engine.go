@@ -206,11 +206,11 @@ func engineCosts(pool *kernels.Pool, clock string, threads, repeats int) (*Engin
 	e.RunUs = 1e6 * shortCall(clock, threads, func() { pool.Run(pool.Threads(), 1, nop) })
 
 	// Each timed call of a scalar operation starts with a short vector dot product, as every
-	// vector operation in the model follows a product. Measured here: once a signal (the Go
-	// runtime's preemption every 10 ms of a running loop) has been handled, the upper halves
-	// of the AVX-512 registers count as in use, and every SSE instruction of Go's scalar float
-	// code then runs ~80× slower (RoPE: 160 instead of 2 ns per element) until an AVX
-	// routine's VZEROUPPER clears them; the kernels' assembly does that on return.
+	// vector operation in the model follows a product. Measured here: after a timing loop had
+	// run for a while, Go's scalar float code (SSE) ran ~80× slower (RoPE: 160 instead of 2
+	// ns per element), and fast again right after any routine ending in VZEROUPPER, such as
+	// the kernels' assembly. Likely cause: the upper halves of the AVX-512 registers left in
+	// use after a signal (the Go runtime preempts a loop that runs for 10 ms).
 	z := randomVec(64, 30)
 	clean := func() { kernels.Dot(z, z) }
 	const d = 1024
