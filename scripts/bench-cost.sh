@@ -2,11 +2,13 @@
 # The cost model against measurements on this machine (not part of the tests: the numbers
 # depend on the machine and its load). For each shape and dtype it synthesizes a random-weight
 # checkpoint, then, one right after the other:
-#   tokenwise calibrate       this machine's kernel rates for that dtype, measured just now
+#   tokenwise calibrate       this machine at $THREADS threads for that dtype, measured just now:
+#                             kernel rates by shape, per-call and per-element engine costs
 #                             (the neighbours' load drifts over minutes: each pair is timed together)
-#   tokenwise bench --json    measured prefill and decode tok/s (engine timing, median)
-#   tokenwise cost  --json    predicted by the roofline on that profile, same thread count
-# and prints predicted/measured for prefill and decode (goal: within ±25%).
+#   tokenwise bench --json    measured prefill and decode tok/s (engine timing, median of REPEATS)
+#   tokenwise cost  --json    predicted on that profile (the engine model, docs/cost.md)
+# and prints predicted/measured for prefill and decode (goal: within ±25%), against bench's
+# median and, with the wall clock, against its fastest run.
 #
 # Clock: CLOCK=wall (the default) times both sides by elapsed time, which is what the
 # engine model predicts: its fixed costs (the worker pool's hand-overs, spent spinning) are
