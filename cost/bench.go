@@ -160,6 +160,13 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	r.PrefillTokS, r.DecodeTokS = median(r.PrefillRunsTokS), median(r.DecodeRunsTokS)
 	r.PrefillTokSCPU, r.DecodeTokSCPU = median(cpuPrefill), median(cpuDecode)
 
+	// The peak resident set of generation, read before the file is opened a second time
+	// below: the LM head timed through that second mapping would count its pages twice
+	// (the kernel's RSS counts each mapping; the memory is the same).
+	if rss, ok := peakRSS(); ok {
+		r.PeakRSS = rss
+	}
+
 	// What a step reads and computes.
 	w, err := openWeights(path)
 	if err != nil {
@@ -233,9 +240,6 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	r.LMHeadShare = r.LMHeadShareWall
 	if r.DecodeTokSCPU > 0 && len(perStepCPU) > 0 {
 		r.LMHeadShare = median(perStepCPU) * r.DecodeTokSCPU / 1000
-	}
-	if rss, ok := peakRSS(); ok {
-		r.PeakRSS = rss
 	}
 	return r, nil
 }
