@@ -385,3 +385,19 @@ func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool {
 	quantQ8BlocksAVX512(&x[0], &q[0], &d[0], &sum[0], nb)
 	return true
 }
+
+//go:noescape
+func dotRowsBF16Z(x *float32, w *uint16, n, cols int, out *float32)
+
+// asmMatVecBF16 is the bf16 matrix×vector product (w: len(out) rows of len(x) columns, x
+// rounded to bf16) in dotBF16Lanes16's arithmetic on AVX-512 CPUs; false where it does not
+// run (no AVX-512, columns not a multiple of 64).
+func asmMatVecBF16(out []float32, w []uint16, x []float32) bool {
+	cols := len(x)
+	if !useAVX512Attn || cols == 0 || cols%64 != 0 || len(out) == 0 {
+		return false
+	}
+	w = w[:len(out)*cols]
+	dotRowsBF16Z(&x[0], &w[0], len(out), cols, &out[0])
+	return true
+}

@@ -1668,3 +1668,68 @@ m6mad:
 m6done:
 	VZEROUPPER
 	RET
+
+// func dotRowsBF16Z(x *float32, w *uint16, n int, cols int, out *float32)
+//
+// The bf16 matrix×vector product on AVX-512: out[j] = row j of w (n consecutive rows of cols
+// bf16 values, cols a multiple of 64) times x, in dotBF16Lanes16's arithmetic: four 16-lane
+// accumulators over 64 columns per step (element i to accumulator (i/16) mod 4), then
+// _mm512_reduce_add_ps's tree after a0+a2, a1+a3, a0+a1 — ggml_vec_dot_f16's order. Each
+// row streams after the last, with the rows 1 KiB ahead prefetched.
+TEXT ·dotRowsBF16Z(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), R9
+	MOVQ cols+24(FP), R11
+	MOVQ out+32(FP), DX
+	SHRQ $6, R11
+	TESTQ R9, R9
+	JZ bzdone
+
+bzrow:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ AX, AX
+	MOVQ R11, CX
+
+bzloop:
+	PREFETCHT0 1024(SI)(AX*1)
+	PREFETCHT0 1088(SI)(AX*1)
+	VPMOVZXWD (SI)(AX*1), Z8
+	VPMOVZXWD 32(SI)(AX*1), Z9
+	VPMOVZXWD 64(SI)(AX*1), Z10
+	VPMOVZXWD 96(SI)(AX*1), Z11
+	VPSLLD $16, Z8, Z8
+	VPSLLD $16, Z9, Z9
+	VPSLLD $16, Z10, Z10
+	VPSLLD $16, Z11, Z11
+	VFMADD231PS (DI)(AX*2), Z8, Z0
+	VFMADD231PS 64(DI)(AX*2), Z9, Z1
+	VFMADD231PS 128(DI)(AX*2), Z10, Z2
+	VFMADD231PS 192(DI)(AX*2), Z11, Z3
+	ADDQ $128, AX
+	DECQ CX
+	JNZ bzloop
+
+	ADDQ AX, SI
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ $4, DX
+	DECQ R9
+	JNZ bzrow
+
+bzdone:
+	VZEROUPPER
+	RET

@@ -158,3 +158,28 @@ func TestMatVecF16RowOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMatVecBF16RowOrder: on AVX-512 CPUs the bf16 matrix×vector product gives
+// dotBF16Lanes16's bits for every row.
+func TestMatVecBF16RowOrder(t *testing.T) {
+	if !useAVX512Attn || !useF16RowDot {
+		t.Skip("no AVX-512 (or TOKENWISE_NO_ASM / NO_AVX512 / F16_DECODE=rows4)")
+	}
+	rng := rand.New(rand.NewPCG(71, 72))
+	const rows, cols = 37, 192
+	w, _ := randMat(t, rng, tensor.BF16, rows, cols)
+	x := randVec(rng, cols)
+	for i := range x {
+		x[i] = bf16Round(x[i])
+	}
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(2)
+	out := make([]float32, rows)
+	MatVec(p, out, &w, x, s)
+	for r := range rows {
+		if want := dotBF16Lanes16(w.u16[r*cols:(r+1)*cols], x); math.Float32bits(out[r]) != math.Float32bits(want) {
+			t.Fatalf("row %d: %g, want %g", r, out[r], want)
+		}
+	}
+}

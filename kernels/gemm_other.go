@@ -45,3 +45,5 @@ var q8Wide = false
 func asmMatVecF16(out []float32, w []uint16, x []float32) bool { return false }
 
 func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool { return false }
+
+func asmMatVecBF16(out []float32, w []uint16, x []float32) bool { return false }

@@ -33,13 +33,16 @@ func (s *Scratch) buf(worker, n int) []float32 {
 	return s.bufs[worker][:n]
 }
 
-// useF16RowDot selects the f16 matrix×vector product row by row in ggml's order
-// (asmMatVecF16) over the four-row kernel; TOKENWISE_F16_DECODE=rows4 selects the latter,
-// to measure one against the other.
+// useF16RowDot selects the f16 and bf16 matrix×vector products row by row in ggml's order
+// (asmMatVecF16, asmMatVecBF16) over the four-row kernels; TOKENWISE_F16_DECODE=rows4
+// selects the latter, to measure one against the other.
 var useF16RowDot = os.Getenv("TOKENWISE_F16_DECODE") != "rows4"
 
 func matVecRows(out []float32, w *Mat, x []float32, lo, hi int, tmp []float32) {
 	if w.DType == tensor.F16 && useF16RowDot && asmMatVecF16(out[lo:hi], w.u16[lo*w.Cols:hi*w.Cols], x) { // gemm_amd64.s
+		return
+	}
+	if w.DType == tensor.BF16 && useF16RowDot && asmMatVecBF16(out[lo:hi], w.u16[lo*w.Cols:hi*w.Cols], x) {
 		return
 	}
 	if simdMatVecRows(out, w, x, lo, hi) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
@@ -249,4 +252,20 @@ func RMSNorm(out, x, w []float32, eps float64) {
 	for i, v := range x {
 		out[i] = v * scale * w[i]
 	}
+}
+
+// dotBF16Lanes16 is the arithmetic of the AVX-512 bf16 row kernel (dotRowsBF16Z): ggml's
+// 16-lane ggml_vec_dot_f16 order with bf16 weights; len(x) a multiple of 64.
+func dotBF16Lanes16(w []uint16, x []float32) float32 {
+	var acc [4][16]float32
+	w = w[:len(x)]
+	for i := 0; i+64 <= len(x); i += 64 {
+		for j := range 4 {
+			for l := range 16 {
+				p := i + 16*j + l
+				acc[j][l] = fma32(bf16(w[p]), x[p], acc[j][l])
+			}
+		}
+	}
+	return reduceDotF16(&acc, true, x, nil, len(x))
 }
