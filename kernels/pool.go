@@ -94,17 +94,37 @@ func (wk *worker) await(seen uint64) uint64 {
 		}
 	}
 	// Park. The poster increments seq and then, if parked is 1, swaps it to 0 and sends one
-	// wake-up; re-checking seq after setting parked closes the window between the two.
-	wk.parked.Store(1)
-	if s := wk.seq.Load(); s != seen {
-		if !wk.parked.CompareAndSwap(1, 0) {
-			<-wk.wake // the poster saw us parked and has sent (or will send) a wake-up
+	// wake-up; re-checking seq after setting parked closes the window between the two. A
+	// parked worker also re-checks seq every parkCheck on its own: a fresh-clone test run
+	// once hung with the caller waiting and this worker parked on wake with a task posted,
+	// a lost wake-up this protocol should not allow and that was not found. Whichever way
+	// the worker leaves, every wake-up a poster sends is received here, so none is left to
+	// wake a later park early; and await never returns without a new task.
+	for {
+		wk.parked.Store(1)
+		if s := wk.seq.Load(); s != seen {
+			if !wk.parked.CompareAndSwap(1, 0) {
+				<-wk.wake // the poster saw us parked and has sent (or will send) a wake-up
+			}
+			return s
 		}
-		return s
+		timer := time.NewTimer(parkCheck)
+		select {
+		case <-wk.wake: // the poster cleared parked
+		case <-timer.C:
+			if !wk.parked.CompareAndSwap(1, 0) {
+				<-wk.wake // a poster cleared parked just now and is sending
+			}
+		}
+		timer.Stop()
+		if s := wk.seq.Load(); s != seen {
+			return s
+		}
 	}
-	<-wk.wake
-	return wk.seq.Load()
 }
+
+// parkCheck is how often a parked worker looks for work on its own (see await).
+const parkCheck = 5 * time.Millisecond
 
 // post hands t to wk and wakes it if it is parked.
 func (wk *worker) post(t task) {
