@@ -257,7 +257,7 @@ func engineCosts(pool *kernels.Pool, clock string, threads, repeats int) (*Engin
 // hd, as model/layers.go runs it for one token (one pool hand-over, the heads split among the
 // workers), at two context lengths; the difference gives the cost per head and position, the
 // rest the cost per head. With f16 the cache is f16 and each head runs llama.cpp's flash
-// attention (kernels.FlashF16); else an f32 cache with a dot product per position, the
+// attention (kernels.FlashF16.Attend, the fused kernels the model calls); else an f32 cache with a dot product per position, the
 // softmax and the weighted sum of values.
 func attnCost(pool *kernels.Pool, hd int, f16 bool, runUs float64, clock string, threads, repeats int) (AttnRate, error) {
 	const heads, kvHeads, short, long = 16, 8, 32, 512
@@ -276,6 +276,10 @@ func attnCost(pool *kernels.Pool, hd int, f16 bool, runUs float64, clock string,
 	for w := range nw {
 		scores[w], q16[w] = make([]float32, long), make([]float32, hd)
 	}
+	rows := make([]int32, long) // a sequence's cache: position p in row p
+	for p := range rows {
+		rows[p] = int32(p)
+	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	layer := func(positions int) func() {
 		return func() {
@@ -287,13 +291,7 @@ func attnCost(pool *kernels.Pool, hd int, f16 bool, runUs float64, clock string,
 						qr := q16[worker]
 						copy(qr, qh)
 						kernels.RoundF16(qr)
-						fl := &flash[worker]
-						fl.Reset(hd)
-						for p := range positions {
-							s := p*kvDim + g*hd
-							fl.Add(kernels.DotF16(qr, kc16[s:s+hd])*scale, vc16[s:s+hd])
-						}
-						fl.Finish(o)
+						flash[worker].Attend(o, qr, kc16, vc16, rows[:positions], g*hd, kvDim, scale)
 						continue
 					}
 					sc := scores[worker][:positions]
