@@ -187,19 +187,9 @@ func (f *FlashF16) Attend(out, q16 []float32, k, v []uint16, rows []int32, off, 
 	sc, ms, vs := f.sc[:n], f.ms[:n], f.vs[:n]
 	asmAttnScoresF16(sc, q16, k, rows, off, stride, scale, ggmlAVX512)
 	f.Reset(hd)
-	m, sum := f.m, f.s
 	for j, s := range sc { // Add's softmax steps, without the vector work
-		a, b := float32(1), float32(1)
-		if s > m {
-			a = expf(m - s)
-			m = s
-		} else {
-			b = expf(s - m)
-		}
-		ms[j], vs[j] = a, b
-		sum = float32(sum*a) + b
+		ms[j], vs[j] = f.step(s)
 	}
-	f.m, f.s = m, sum
 	asmAttnMadSeqF16(f.acc, v, rows, off, stride, ms, vs)
 	f.Finish(out)
 }
@@ -216,16 +206,26 @@ func (f *FlashF16) Reset(dv int) {
 
 // Add takes one position: its scaled score s and its f16 value row v.
 func (f *FlashF16) Add(s float32, v []uint16) {
-	ms, vs := float32(1), float32(1)
+	ms, vs := f.step(s)
+	if ms != 1 { // a new maximum (scaling by exactly 1 would leave the f16 values as they are)
+		ScaleRoundF16(f.acc, ms)
+	}
+	MadRoundF16(f.acc, vs, v)
+}
+
+// step is the online softmax's update for one score s: it moves the running maximum and sum
+// and returns the factor the accumulator is scaled by (ms, 1 unless s is a new maximum) and
+// the weight of this position's value row (vs).
+func (f *FlashF16) step(s float32) (ms, vs float32) {
+	ms, vs = 1, 1
 	if s > f.m {
 		ms = expf(f.m - s)
 		f.m = s
-		ScaleRoundF16(f.acc, ms)
 	} else {
 		vs = expf(s - f.m)
 	}
-	MadRoundF16(f.acc, vs, v)
 	f.s = float32(f.s*ms) + vs // not fused: ggml rounds the product (the conversion forbids fusion)
+	return ms, vs
 }
 
 // Finish writes the attention output: the accumulator divided by the softmax sum.
