@@ -401,3 +401,59 @@ func asmMatVecBF16(out []float32, w []uint16, x []float32) bool {
 	dotRowsBF16Z(&x[0], &w[0], len(out), cols, &out[0])
 	return true
 }
+
+//go:noescape
+func gemmBcast4x64Z(c *float32, ldc int, a *float32, ars, aks int, b *float32, ldb, k, fresh int, scale float32)
+
+//go:noescape
+func gemmBcast4x16Z(c *float32, ldc int, a *float32, ars, aks int, b *float32, ldb, k, fresh int, scale float32)
+
+// asmGemmBcast4 runs gemmBcast4 (its bounds already checked) in assembly on AVX-512.
+func asmGemmBcast4(c []float32, ldc int, a []float32, ars, aks int, b []float32, ldb, k, cols int, fresh bool, scale float32) bool {
+	if !useAVX512Tile {
+		return false
+	}
+	f := 0
+	if fresh {
+		f = 1
+	}
+	switch cols {
+	case 64:
+		gemmBcast4x64Z(&c[0], ldc, &a[0], ars, aks, &b[0], ldb, k, f, scale)
+	case 16:
+		gemmBcast4x16Z(&c[0], ldc, &a[0], ars, aks, &b[0], ldb, k, f, scale)
+	default:
+		return false
+	}
+	return true
+}
+
+//go:noescape
+func colMax64Z(kq *float32, out *[64]float32)
+
+//go:noescape
+func softmaxTile64Z(kq *float32, m *[64]float32, sums *[64]float64)
+
+// useAVX512Softmax runs the tiled attention's softmax in assembly, which has the AVX-512
+// build's ggml_v_expf and sum, so only where llama.cpp runs that build (ggmlAVX512).
+func useAVX512Softmax() bool { return useAVX512Tile && ggmlAVX512 && cpu.X86.HasAVX512DQ }
+
+// asmColMax64 is colMax64Z on a 64×64 tile where it runs.
+func asmColMax64(kq []float32, out *[64]float32) bool {
+	if !useAVX512Tile {
+		return false
+	}
+	_ = kq[AttnTile*AttnTile-1]
+	colMax64Z(&kq[0], out)
+	return true
+}
+
+// asmSoftmaxTile64 is softmaxTile64Z on a 64×64 tile where it runs.
+func asmSoftmaxTile64(kq []float32, m *[64]float32, sums *[64]float64) bool {
+	if !useAVX512Softmax() {
+		return false
+	}
+	_ = kq[AttnTile*AttnTile-1]
+	softmaxTile64Z(&kq[0], m, sums)
+	return true
+}

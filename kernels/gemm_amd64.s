@@ -1733,3 +1733,368 @@ bzloop:
 bzdone:
 	VZEROUPPER
 	RET
+
+// func gemmBcast4x64Z(c *float32, ldc int, a *float32, ars, aks int, b *float32, ldb, k, fresh int, scale float32)
+//
+// C[4×64] = (fresh ? 0 : C) + A[4×k]·B[k×64], then every element times scale, with A
+// element (i, kk) at a[i·ars+kk·aks] (any layout: it is broadcast) and B row kk at b[kk·ldb:].
+// Each output is one chain of fused multiply-adds over kk in order, what ggml's simd_gemm
+// computes for its flash-attention tiles: 16 accumulators, per kk four row loads, four
+// broadcasts and sixteen FMAs.
+TEXT ·gemmBcast4x64Z(SB), NOSPLIT, $0-76
+	MOVQ c+0(FP), DI
+	MOVQ ldc+8(FP), DX
+	SHLQ $2, DX
+	MOVQ a+16(FP), R8
+	MOVQ ars+24(FP), AX
+	SHLQ $2, AX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	MOVQ aks+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), SI
+	MOVQ ldb+48(FP), R13
+	SHLQ $2, R13
+	MOVQ k+56(FP), CX
+	LEAQ (DI)(DX*1), R14
+	LEAQ (R14)(DX*1), R15
+	LEAQ (R15)(DX*1), BX
+	MOVQ fresh+64(FP), AX
+	TESTQ AX, AX
+	JZ g64load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	JMP g64k
+
+g64load:
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	VMOVUPS 0(R14), Z4
+	VMOVUPS 64(R14), Z5
+	VMOVUPS 128(R14), Z6
+	VMOVUPS 192(R14), Z7
+	VMOVUPS 0(R15), Z8
+	VMOVUPS 64(R15), Z9
+	VMOVUPS 128(R15), Z10
+	VMOVUPS 192(R15), Z11
+	VMOVUPS 0(BX), Z12
+	VMOVUPS 64(BX), Z13
+	VMOVUPS 128(BX), Z14
+	VMOVUPS 192(BX), Z15
+
+g64k:
+	TESTQ CX, CX
+	JZ g64store
+
+g64loop:
+	VMOVUPS 0(SI), Z16
+	VMOVUPS 64(SI), Z17
+	VMOVUPS 128(SI), Z18
+	VMOVUPS 192(SI), Z19
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R9), Z21
+	VBROADCASTSS (R10), Z22
+	VBROADCASTSS (R11), Z23
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z1
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z3
+	VFMADD231PS Z21, Z16, Z4
+	VFMADD231PS Z21, Z17, Z5
+	VFMADD231PS Z21, Z18, Z6
+	VFMADD231PS Z21, Z19, Z7
+	VFMADD231PS Z22, Z16, Z8
+	VFMADD231PS Z22, Z17, Z9
+	VFMADD231PS Z22, Z18, Z10
+	VFMADD231PS Z22, Z19, Z11
+	VFMADD231PS Z23, Z16, Z12
+	VFMADD231PS Z23, Z17, Z13
+	VFMADD231PS Z23, Z18, Z14
+	VFMADD231PS Z23, Z19, Z15
+	ADDQ R13, SI
+	ADDQ R12, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
+	ADDQ R12, R11
+	DECQ CX
+	JNZ g64loop
+
+g64store:
+	VBROADCASTSS scale+72(FP), Z24
+	VMULPS Z24, Z0, Z0
+	VMULPS Z24, Z1, Z1
+	VMULPS Z24, Z2, Z2
+	VMULPS Z24, Z3, Z3
+	VMULPS Z24, Z4, Z4
+	VMULPS Z24, Z5, Z5
+	VMULPS Z24, Z6, Z6
+	VMULPS Z24, Z7, Z7
+	VMULPS Z24, Z8, Z8
+	VMULPS Z24, Z9, Z9
+	VMULPS Z24, Z10, Z10
+	VMULPS Z24, Z11, Z11
+	VMULPS Z24, Z12, Z12
+	VMULPS Z24, Z13, Z13
+	VMULPS Z24, Z14, Z14
+	VMULPS Z24, Z15, Z15
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 0(R14)
+	VMOVUPS Z5, 64(R14)
+	VMOVUPS Z6, 128(R14)
+	VMOVUPS Z7, 192(R14)
+	VMOVUPS Z8, 0(R15)
+	VMOVUPS Z9, 64(R15)
+	VMOVUPS Z10, 128(R15)
+	VMOVUPS Z11, 192(R15)
+	VMOVUPS Z12, 0(BX)
+	VMOVUPS Z13, 64(BX)
+	VMOVUPS Z14, 128(BX)
+	VMOVUPS Z15, 192(BX)
+	VZEROUPPER
+	RET
+
+// func gemmBcast4x16Z(c *float32, ldc int, a *float32, ars, aks int, b *float32, ldb, k, fresh int, scale float32)
+//
+// gemmBcast4x64Z for 16 columns: the tail of a width that is a multiple of 16 but not of 64.
+TEXT ·gemmBcast4x16Z(SB), NOSPLIT, $0-76
+	MOVQ c+0(FP), DI
+	MOVQ ldc+8(FP), DX
+	SHLQ $2, DX
+	MOVQ a+16(FP), R8
+	MOVQ ars+24(FP), AX
+	SHLQ $2, AX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	MOVQ aks+32(FP), R12
+	SHLQ $2, R12
+	MOVQ b+40(FP), SI
+	MOVQ ldb+48(FP), R13
+	SHLQ $2, R13
+	MOVQ k+56(FP), CX
+	LEAQ (DI)(DX*1), R14
+	LEAQ (R14)(DX*1), R15
+	LEAQ (R15)(DX*1), BX
+	MOVQ fresh+64(FP), AX
+	TESTQ AX, AX
+	JZ g16load
+	VPXORD Z0, Z0, Z0
+	VPXORD Z4, Z4, Z4
+	VPXORD Z8, Z8, Z8
+	VPXORD Z12, Z12, Z12
+	JMP g16k
+
+g16load:
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 0(R14), Z4
+	VMOVUPS 0(R15), Z8
+	VMOVUPS 0(BX), Z12
+
+g16k:
+	TESTQ CX, CX
+	JZ g16store
+
+g16loop:
+	VMOVUPS 0(SI), Z16
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R9), Z21
+	VBROADCASTSS (R10), Z22
+	VBROADCASTSS (R11), Z23
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z21, Z16, Z4
+	VFMADD231PS Z22, Z16, Z8
+	VFMADD231PS Z23, Z16, Z12
+	ADDQ R13, SI
+	ADDQ R12, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
+	ADDQ R12, R11
+	DECQ CX
+	JNZ g16loop
+
+g16store:
+	VBROADCASTSS scale+72(FP), Z24
+	VMULPS Z24, Z0, Z0
+	VMULPS Z24, Z4, Z4
+	VMULPS Z24, Z8, Z8
+	VMULPS Z24, Z12, Z12
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z4, 0(R14)
+	VMOVUPS Z8, 0(R15)
+	VMOVUPS Z12, 0(BX)
+	VZEROUPPER
+	RET
+
+// func colMax64Z(kq *float32, out *[64]float32)
+//
+// out[i] = the largest of kq[j·64+i] over the 64 rows j (vmaxps: exact, order-free on
+// numbers), the per-query tile maximum of the tiled flash attention.
+TEXT ·colMax64Z(SB), NOSPLIT, $0-16
+	MOVQ kq+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z0
+	VMOVAPS Z0, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z3
+	MOVQ $64, CX
+
+cmloop:
+	VMAXPS 0(SI), Z0, Z0
+	VMAXPS 64(SI), Z1, Z1
+	VMAXPS 128(SI), Z2, Z2
+	VMAXPS 192(SI), Z3, Z3
+	ADDQ $256, SI
+	DECQ CX
+	JNZ cmloop
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VZEROUPPER
+	RET
+
+// VEXPF sets e = ggml_v_expf(x) (its AVX-512 build) for x in a register it overwrites,
+// with the constants below in Z16–Z29 and temporaries z, n, u, t.
+#define VEXPF(x, e, z, n, u, t) \
+	VMOVAPS Z16, z; \
+	VFMADD231PS Z17, x, z; \
+	VSUBPS Z16, z, n; \
+	VMOVAPS x, e; \
+	VFNMADD231PS Z18, n, e; \
+	VFNMADD231PS Z19, n, e; \
+	VMULPS e, e, u; \
+	VMOVAPS Z21, t; \
+	VFMADD231PS Z20, e, t; \
+	VMOVAPS Z23, z; \
+	VFMADD231PS Z22, e, z; \
+	VFMADD213PS z, u, t; \
+	VMOVAPS Z25, x; \
+	VFMADD231PS Z24, e, x; \
+	VFMADD213PS x, u, t; \
+	VSCALEFPS n, t, e; \
+	VANDPS Z26, n, u; \
+	VCMPPS $0x1e, Z27, u, K1; \
+	VCMPPS $0x1e, Z29, n, K2; \
+	VMOVAPS.Z Z28, K2, u; \
+	VMOVAPS u, K1, e
+
+// func softmaxTile64Z(kq *float32, m *[64]float32, sums *[64]float64)
+//
+// The tile's softmax weights and sums, 16 queries per register: every kq[j·64+i] becomes
+// ggml_v_expf(kq[j·64+i] − m[i]), and sums[i] is Σ of column i as ggml_vec_soft_max_f32
+// forms it: groups of 16 rows, each reduced by _mm512_reduce_add_ps's tree (row l with
+// row l+8, then +4, then pairs), the group sums added in float64.
+TEXT ·softmaxTile64Z(SB), NOSPLIT, $0-24
+	MOVQ kq+0(FP), SI
+	MOVQ m+8(FP), R8
+	MOVQ sums+16(FP), DI
+	MOVL $0x4b400000, AX
+	VPBROADCASTD AX, Z16
+	MOVL $0x3fb8aa3b, AX
+	VPBROADCASTD AX, Z17
+	MOVL $0x3f317200, AX
+	VPBROADCASTD AX, Z18
+	MOVL $0x35bfbe8e, AX
+	VPBROADCASTD AX, Z19
+	MOVL $0x3c072010, AX
+	VPBROADCASTD AX, Z20
+	MOVL $0x3d2b9f17, AX
+	VPBROADCASTD AX, Z21
+	MOVL $0x3e2aaf33, AX
+	VPBROADCASTD AX, Z22
+	MOVL $0x3efffedb, AX
+	VPBROADCASTD AX, Z23
+	MOVL $0x3f7ffff6, AX
+	VPBROADCASTD AX, Z24
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z25
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z26
+	MOVL $0x43400000, AX
+	VPBROADCASTD AX, Z27
+	MOVL $0x7f800000, AX
+	VPBROADCASTD AX, Z28
+	VPXORD Z29, Z29, Z29
+	MOVQ $4, R9 // query blocks of 16
+
+smqb:
+	VMOVUPS (R8), Z30
+	VPXORD Z31, Z31, Z31 // Σ, queries 0-7 of the block, float64
+	VPXORD Z15, Z15, Z15 // queries 8-15
+	MOVQ SI, R10
+	MOVQ $4, R11 // groups of 16 rows
+
+smgroup:
+	MOVQ $0, R12
+	MOVQ R10, R13
+
+smpair:
+	// rows l and l+8 of the group: their weights, stored, and their sum (t3[l])
+	VMOVUPS 0(R13), Z8
+	VSUBPS Z30, Z8, Z8
+	VEXPF(Z8, Z9, Z10, Z11, Z12, Z13)
+	VMOVUPS Z9, 0(R13)
+	VMOVUPS 2048(R13), Z8
+	VSUBPS Z30, Z8, Z8
+	VEXPF(Z8, Z14, Z10, Z11, Z12, Z13)
+	VMOVUPS Z14, 2048(R13)
+	VADDPS Z9, Z14, Z14
+	// keep t3[l] in Z0+l: a jump table would be longer than this rotation
+	VMOVAPS Z1, Z0
+	VMOVAPS Z2, Z1
+	VMOVAPS Z3, Z2
+	VMOVAPS Z4, Z3
+	VMOVAPS Z5, Z4
+	VMOVAPS Z6, Z5
+	VMOVAPS Z7, Z6
+	VMOVAPS Z14, Z7
+	ADDQ $256, R13
+	INCQ R12
+	CMPQ R12, $8
+	JLT smpair
+	// Z0..Z7 = t3[0..7]
+	VADDPS Z0, Z4, Z0 // t6[0] = t3[4] + t3[0]
+	VADDPS Z1, Z5, Z1
+	VADDPS Z2, Z6, Z2
+	VADDPS Z3, Z7, Z3
+	VADDPS Z0, Z2, Z0 // t6[0] + t6[2]
+	VADDPS Z1, Z3, Z1 // t6[1] + t6[3]
+	VADDPS Z0, Z1, Z0
+	VCVTPS2PD Y0, Z1
+	VEXTRACTF32X8 $1, Z0, Y2
+	VCVTPS2PD Y2, Z2
+	VADDPD Z1, Z31, Z31
+	VADDPD Z2, Z15, Z15
+	ADDQ $4096, R10 // 16 rows
+	DECQ R11
+	JNZ smgroup
+	VMOVUPD Z31, 0(DI)
+	VMOVUPD Z15, 64(DI)
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $128, DI
+	DECQ R9
+	JNZ smqb
+	VZEROUPPER
+	RET

@@ -47,3 +47,11 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool { return false }
 func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool { return false }
 
 func asmMatVecBF16(out []float32, w []uint16, x []float32) bool { return false }
+
+func asmGemmBcast4(c []float32, ldc int, a []float32, ars, aks int, b []float32, ldb, k, cols int, fresh bool, scale float32) bool {
+	return false
+}
+
+func asmColMax64(kq []float32, out *[64]float32) bool { return false }
+
+func asmSoftmaxTile64(kq []float32, m *[64]float32, sums *[64]float64) bool { return false }

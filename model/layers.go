@@ -108,6 +108,14 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		kc, vc := r.s.k16[layer], r.s.v16[layer]
 		kernels.F16Encode(kc[r.pos0*kvDim:(r.pos0+r.n)*kvDim], k[:r.n*kvDim])
 		kernels.F16Encode(vc[r.pos0*kvDim:(r.pos0+r.n)*kvDim], v[:r.n*kvDim])
+		if r.n >= kernels.AttnTile && kernels.TiledAttnOK(hd) { // as llama.cpp picks its tiled path
+			var tiles []attnTile
+			for t0 := 0; t0 < r.n; t0 += kernels.AttnTile {
+				tiles = append(tiles, attnTile{t0: t0, n: min(kernels.AttnTile, r.n-t0), pos0: r.pos0 + t0})
+			}
+			r.tiledAttention(tiles, q, ctx, kc, vc)
+			return r.linear(a.o, ctx, r.attnOut)
+		}
 		scale := ggmlScale(hd)
 		r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -237,4 +245,40 @@ func balanced(i, n, heads int) (t, h int) {
 		return u / 2, h
 	}
 	return n - 1 - u/2, h
+}
+
+// attnTile is a run of up to kernels.AttnTile consecutive tokens of one sequence, tokens
+// t0..t0+n−1 of the pass at positions pos0.., whose cache rows come from kv.
+type attnTile struct {
+	t0, n, pos0 int
+	kv          kvRows
+}
+
+// tiledAttention writes into ctx the attention of every head of the tokens of tiles over
+// the f16 cache kc, vc, with llama.cpp's tiled arithmetic (kernels.FlashTiled), which it
+// runs for passes of kernels.AttnTile or more tokens.
+func (r *run) tiledAttention(tiles []attnTile, q, ctx []float32, kc, vc []uint16) {
+	c := r.m.cfg
+	hd := c.HeadDim
+	kvDim := c.NumKVHeads * hd
+	group := c.NumHeads / c.NumKVHeads
+	stride := c.NumHeads * hd
+	scale := ggmlScale(hd)
+	nt := len(tiles)
+	r.m.pool.Run(nt*c.NumHeads, 1, func(worker, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			// Heads outermost, tiles from both ends in turn within a head (balanced): a
+			// worker's contiguous range of units carries its share of the causal work.
+			ti, h := balanced(i%nt, nt, 1)
+			h = i / nt
+			tl := tiles[ti]
+			at := tl.t0*stride + h*hd
+			qs := kernels.TileQueries{Q: q[at:], QStride: stride, Out: ctx[at:], OutStride: stride,
+				N: tl.n, Pos0: tl.pos0, Window: c.SlidingWindow}
+			first := firstPos(c, tl.pos0)
+			cache := kernels.TileCache{K: kc, V: vc, Rows: r.kvRows(worker, tl.kv, first, tl.pos0+tl.n-1),
+				RowBase: first, Off: (h / group) * hd, Stride: kvDim}
+			r.tiled[worker].AttendTiled(&qs, &cache, hd, scale)
+		}
+	})
 }

@@ -410,6 +410,7 @@ type run struct {
 	gate, up, mlpOut, cos, sin []float32
 	scores                     [][]float32 // per worker, one row of attention weights
 	flash                      []kernels.FlashF16
+	tiled                      []kernels.FlashTiled
 	q16                        [][]float32 // per worker, a query head rounded to f16
 	rows                       [][]int32   // per worker, the cache rows of the attended positions
 	rowsKey                    []rowsKey   // per worker, what rows holds
@@ -458,6 +459,7 @@ func (r *run) workers(m *Model, ctx int) {
 	if len(r.scores) != nw {
 		r.scores = make([][]float32, nw)
 		r.flash = make([]kernels.FlashF16, nw)
+		r.tiled = make([]kernels.FlashTiled, nw)
 		r.q16 = make([][]float32, nw)
 		r.rows = make([][]int32, nw)
 		r.rowsKey = make([]rowsKey, nw)

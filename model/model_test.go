@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"github.com/tokenwise/tokenwise/kernels"
 	"math"
 	"strings"
 	"testing"
@@ -204,6 +205,46 @@ func TestF16KVMatchesReference(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestF16KVTiledMatchesReference: a prefill of kernels.AttnTile or more tokens, which runs
+// the tiled attention (float32 queries and accumulator) on heads whose size allows it, and
+// the decode steps after it stay within kvF16Tol of the float64 reference.
+func TestF16KVTiledMatchesReference(t *testing.T) {
+	tiled := 0
+	for name := range testConfigs {
+		t.Run(name, func(t *testing.T) {
+			m, ref, _ := testModelOpts(t, name, tensor.F32, Options{Threads: 2, KVCache: tensor.F16})
+			prompt := longPrompt(kernels.AttnTile + 3)
+			if kernels.TiledAttnOK(m.Config().HeadDim) {
+				tiled++
+			}
+			s := m.NewSequence(0)
+			logits, err := m.Prefill(s, prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []float64
+			for _, id := range prompt {
+				want = ref.step(id)
+			}
+			closeLogits(t, "tiled f16 KV prefill", logits, want, kvF16Tol)
+			for step := range 8 {
+				tok := argmax(logits)
+				if refTok := argmax(want); tok != refTok {
+					t.Fatalf("step %d: greedy token %d, reference %d", step, tok, refTok)
+				}
+				if logits, err = m.Decode(s, tok); err != nil {
+					t.Fatal(err)
+				}
+				want = ref.step(tok)
+				closeLogits(t, fmt.Sprintf("f16 KV decode step %d after a tiled prefill", step), logits, want, kvF16Tol)
+			}
+		})
+	}
+	if tiled == 0 {
+		t.Fatal("no test shape has a head size the tiled attention serves")
 	}
 }
 

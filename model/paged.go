@@ -30,11 +30,13 @@ type PagedCache struct {
 	k16, v16  [][]uint16  // the same in half precision (Options.KVCache f16)
 
 	run    run
-	chunks []Chunk   // the pass's chunks
-	slots  []int     // cache slot of each token of the pass
-	tokSeq []int     // chunk index of each token of the pass
-	tokPos []int     // position of each token of the pass
-	head   []float32 // final-normed rows that need logits
+	chunks []Chunk    // the pass's chunks
+	slots  []int      // cache slot of each token of the pass
+	tokSeq []int      // chunk index of each token of the pass
+	tokPos []int      // position of each token of the pass
+	tiles  []attnTile // the pass's runs of tokens attended in tiles (attention's scratch)
+	rest   []int      // the pass's other tokens
+	head   []float32  // final-normed rows that need logits
 	logits []float32
 }
 
@@ -260,10 +262,35 @@ func (c *PagedCache) attention(a *attention, layer int, in []float32) []float32 
 	group := cfg.NumHeads / cfg.NumKVHeads
 	if c.m.kvF16 {
 		kc, vc := c.k16[layer], c.v16[layer]
+		// A chunk of kernels.AttnTile or more tokens is attended in tiles, as a pass of
+		// that length is by a Sequence (and by llama.cpp); the other tokens one by one.
+		// Deciding by chunk, not by pass, keeps a sequence's arithmetic independent of
+		// what else is batched with it.
+		tiles, rest := c.tiles[:0], c.rest[:0]
+		t0 := 0
+		for _, ch := range c.chunks {
+			n := len(ch.Tokens)
+			if n >= kernels.AttnTile && kernels.TiledAttnOK(hd) {
+				for i := 0; i < n; i += kernels.AttnTile {
+					tiles = append(tiles, attnTile{t0: t0 + i, n: min(kernels.AttnTile, n-i), pos0: ch.Start + i,
+						kv: kvRows{blocks: ch.Blocks, bs: c.blockSize}})
+				}
+			} else {
+				for i := range n {
+					rest = append(rest, t0+i)
+				}
+			}
+			t0 += n
+		}
+		c.tiles, c.rest = tiles, rest
+		if len(tiles) > 0 {
+			r.tiledAttention(tiles, q, ctx, kc, vc)
+		}
 		scale := ggmlScale(hd)
-		r.m.pool.Run(r.n*cfg.NumHeads, 1, func(worker, lo, hi int) {
+		r.m.pool.Run(len(rest)*cfg.NumHeads, 1, func(worker, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				t, h := balanced(i, r.n, cfg.NumHeads)
+				u, h := balanced(i, len(rest), cfg.NumHeads)
+				t := rest[u]
 				pos := c.tokPos[t]
 				j := t*cfg.NumHeads + h
 				rows := r.kvRows(worker, kvRows{blocks: c.chunks[c.tokSeq[t]].Blocks, bs: c.blockSize}, firstPos(cfg, pos), pos)

@@ -42,7 +42,7 @@ func pagedMatchesSequential(t *testing.T, name string, kv tensor.DType) {
 		tol = kvF16Tol
 	}
 	m, _, _ := testModelOpts(t, name, tensor.F32, Options{Threads: 3, KVCache: kv})
-	const bs, nblocks = 4, 40
+	const bs, nblocks = 4, 64
 	pc, err := m.NewPagedCache(nblocks, bs)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +59,7 @@ func pagedMatchesSequential(t *testing.T, name string, kv tensor.DType) {
 		testPrompt,
 		{7, 7, 1, 2, 3, 50, 60, 2, 9, 9, 9, 12, 13, 14, 15, 16, 17, 18, 19}, // prefilled in chunks
 		{4},
+		longPrompt(70), // one chunk of kernels.AttnTile+ tokens: attended in tiles
 	}
 	seqs := make([]*pagedSeq, len(prompts))
 	for i, p := range prompts {
@@ -133,6 +134,15 @@ func pagedMatchesSequential(t *testing.T, name string, kv tensor.DType) {
 			t.Fatalf("seq %d: batched greedy %v, sequential %v", i, s.tokens, want)
 		}
 	}
+}
+
+// longPrompt is n token ids of the test models' vocabulary.
+func longPrompt(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = 1 + (i*7)%60
+	}
+	return p
 }
 
 // closePaged: the batched pass sums in a different order (matrix×matrix instead of

@@ -388,6 +388,12 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 		"What is the capital of France?",
 		"Write a haiku about the sea.",
 		"Explain in one sentence why the sky is blue.",
+		// Long enough (80+ tokens with the template) that both engines prefill it with
+		// the tiled flash attention of 64+ token passes (kernels.FlashTiled).
+		"A train leaves Lyon at nine in the morning and travels north at eighty kilometres per hour; " +
+			"a second train leaves Paris at ten and travels south at one hundred kilometres per hour. " +
+			"The cities are four hundred and sixty kilometres apart. At what time do the trains meet, " +
+			"and how far from Lyon? Show your reasoning step by step.",
 	}
 	var texts []string
 	var prompts [][]int
