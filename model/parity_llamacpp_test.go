@@ -388,7 +388,7 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 		"What is the capital of France?",
 		"Write a haiku about the sea.",
 		"Explain in one sentence why the sky is blue.",
-		// Long enough (80+ tokens with the template) that both engines prefill it with
+		// Long enough (96 tokens with the template) that both engines prefill it with
 		// the tiled flash attention of 64+ token passes (kernels.FlashTiled).
 		"A train leaves Lyon at nine in the morning and travels north at eighty kilometres per hour; " +
 			"a second train leaves Paris at ten and travels south at one hundred kilometres per hour. " +
