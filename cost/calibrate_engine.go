@@ -249,8 +249,59 @@ func engineCosts(pool *kernels.Pool, clock string, threads, repeats int) (*Engin
 			return nil, err
 		}
 		e.AttnF16 = append(e.AttnF16, a)
+		tr, err := attnTiledCost(pool, hd, e.RunUs, clock, threads, repeats)
+		if err != nil {
+			return nil, err
+		}
+		e.AttnTiled = append(e.AttnTiled, tr)
 	}
 	return e, nil
+}
+
+// attnTiledCost times one layer's tiled attention (kernels.FlashTiled, f16 cache) for 16
+// query heads over 8 KV heads at head dimension hd, as model/layers.go runs it for a query
+// tile of 64 tokens (one pool hand-over, the heads split among the workers): at positions
+// 0–63 (one cache tile, the diagonal one) and 448–511 (eight). The difference gives the
+// cost per cache tile, the rest the cost per query tile.
+func attnTiledCost(pool *kernels.Pool, hd int, runUs float64, clock string, threads, repeats int) (TileRate, error) {
+	const heads, kvHeads, T = 16, 8, kernels.AttnTile
+	const far = 7 * T
+	kvDim := kvHeads * hd
+	group := heads / kvHeads
+	q := randomVec(T*heads*hd, 44)
+	out := make([]float32, T*heads*hd)
+	kc, vc := randomVec((far+T)*kvDim, 45), randomVec((far+T)*kvDim, 46)
+	kc16, vc16 := make([]uint16, len(kc)), make([]uint16, len(vc))
+	kernels.F16Encode(kc16, kc)
+	kernels.F16Encode(vc16, vc)
+	rows := make([]int32, far+T)
+	for p := range rows {
+		rows[p] = int32(p)
+	}
+	tiles := make([]kernels.FlashTiled, pool.Threads())
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	layer := func(pos0 int) func() {
+		return func() {
+			pool.Run(heads, 1, func(worker, lo, hi int) {
+				for h := lo; h < hi; h++ {
+					qs := kernels.TileQueries{Q: q[h*hd:], QStride: heads * hd, Out: out[h*hd:], OutStride: heads * hd, N: T, Pos0: pos0}
+					c := kernels.TileCache{K: kc16, V: vc16, Rows: rows, Off: (h / group) * hd, Stride: kvDim}
+					tiles[worker].AttendTiled(&qs, &c, hd, scale)
+				}
+			})
+		}
+	}
+	t1 := fastestCall(clock, threads, repeats, layer(0))
+	t8 := fastestCall(clock, threads, repeats, layer(far))
+	perTile := (t8 - t1) / float64(heads*7)
+	if perTile <= 0 {
+		perTile = t8 / float64(heads*8) // noise in the short timing: all of it per tile
+	}
+	perQTile := max(0, (t1-runUs*1e-6)/heads-perTile)
+	if math.IsInf(perTile, 0) || math.IsNaN(perTile) {
+		return TileRate{}, fmt.Errorf("tiled attention at head dimension %d: %g s per query tile over 8 cache tiles", hd, t8)
+	}
+	return TileRate{HeadDim: hd, TileNs: perTile * 1e9, HeadNs: perQTile * 1e9}, nil
 }
 
 // attnCost times one layer's attention for 16 query heads over 8 KV heads at head dimension
@@ -328,6 +379,14 @@ func (e *EngineCosts) fastest(o *EngineCosts) *EngineCosts {
 	r.RunUs, r.NormNs, r.AddNs = min(e.RunUs, o.RunUs), min(e.NormNs, o.NormNs), min(e.AddNs, o.AddNs)
 	r.SiLUNs, r.RopeNs, r.AnglesNs = min(e.SiLUNs, o.SiLUNs), min(e.RopeNs, o.RopeNs), min(e.AnglesNs, o.AnglesNs)
 	r.AttnF32, r.AttnF16 = fasterAttn(e.AttnF32, o.AttnF32), fasterAttn(e.AttnF16, o.AttnF16)
+	r.AttnTiled = slices.Clone(e.AttnTiled)
+	for i := range r.AttnTiled {
+		for _, t := range o.AttnTiled {
+			if a := r.AttnTiled[i]; t.HeadDim == a.HeadDim && t.HeadNs+8*t.TileNs < a.HeadNs+8*a.TileNs {
+				r.AttnTiled[i] = t
+			}
+		}
+	}
 	return &r
 }
 

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"github.com/tokenwise/tokenwise/kernels"
 	"math"
 	"slices"
 )
@@ -51,6 +52,21 @@ type EngineCosts struct {
 	// weighted sum of values; for an f16 cache llama.cpp's flash-attention online softmax.
 	AttnF32 []AttnRate `json:"attn_f32"`
 	AttnF16 []AttnRate `json:"attn_f16,omitempty"`
+	// AttnTiled is attention's cost with an f16 cache for a sequence that adds
+	// kernels.AttnTile or more tokens in one pass, which the model (as llama.cpp) runs in
+	// 64×64 tiles (kernels.FlashTiled), by head dimension. Older profiles lack it; their
+	// passes are costed with AttnF16.
+	AttnTiled []TileRate `json:"attn_tiled,omitempty"`
+}
+
+// TileRate is the tiled attention's cost at one head dimension: TileNs per query head for
+// each cache tile a query tile works through (a product of 64×64 scores and one of
+// weights×values, the softmax between), HeadNs per query head and query tile (the queries
+// transposed, the causal mask of the diagonal tile, the output).
+type TileRate struct {
+	HeadDim int     `json:"head_dim"`
+	TileNs  float64 `json:"ns_per_head_tile"`
+	HeadNs  float64 `json:"ns_per_head_query_tile"`
 }
 
 // AttnRate is attention's cost per query head and attended position at one head dimension.
@@ -170,6 +186,20 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 	balance := float64((items+threads-1)/threads*threads) / float64(items)
 	perPos, perHead := e.attn(s.HeadDim, kv)
 	attn := balance * 1e-9 * (float64(items)*perHead + float64(batch)*positions*float64(s.Heads)*perPos)
+	if kv.Name == "f16" && n >= kernels.AttnTile && kernels.TiledAttnOK(s.HeadDim) && len(e.AttnTiled) > 0 {
+		// Tiles instead: query tile t (tokens 64t..) works through the cache tiles up to
+		// its last position's, for every query head.
+		var qTiles, pairs int
+		for t0 := 0; t0 < n; t0 += kernels.AttnTile {
+			last := ctx + min(t0+kernels.AttnTile, n) - 1
+			qTiles++
+			pairs += last/kernels.AttnTile + 1
+		}
+		units := batch * qTiles * s.Heads
+		bal := float64((units+threads-1)/threads*threads) / float64(units)
+		perTile, perQTile := e.tiled(s.HeadDim)
+		attn = bal * 1e-9 * float64(batch*s.Heads) * (float64(pairs)*perTile + float64(qTiles)*perQTile)
+	}
 	// The cache must also come from memory, overlapped with that work: at long contexts it
 	// is the limit. The hand-over is paid either way.
 	kvRead := float64(batch) * float64(ctx+n) * 2 * float64(kvd) * kv.Bytes / r.OtherBW
@@ -182,6 +212,22 @@ func (s *Shape) enginePass(r Rates, n, batch, ctx int, dt, kv Precision) passCos
 	pc.Overhead = calls + vec + float64(s.Layers)*attn
 	return pc
 }
+
+// tiled is the tiled attention's cost per query head and cache tile, and per query head and
+// query tile, at head dimension hd: the nearest measured dimension's, scaled by hd (the
+// products are hd long).
+func (e *EngineCosts) tiled(hd int) (perTile, perQTile float64) {
+	best := e.AttnTiled[0]
+	for _, t := range e.AttnTiled[1:] {
+		if abs(t.HeadDim-hd) < abs(best.HeadDim-hd) {
+			best = t
+		}
+	}
+	f := float64(hd) / float64(best.HeadDim)
+	return best.TileNs * f, best.HeadNs * f
+}
+
+func abs(x int) int { return max(x, -x) }
 
 // attn is attention's cost per query head and position, and per query head, at head
 // dimension hd: linear in hd between the measured dimensions (a dot product and a weighted

@@ -192,7 +192,8 @@ func TestEngineInterpolation(t *testing.T) {
 func TestEngineProfileRoundTrip(t *testing.T) {
 	hw := engineProfile()
 	hw.Calibration[0].Engine = &EngineCosts{RunUs: 0.4, NormNs: 1.3, AddNs: 0.5, SiLUNs: 0.7, RopeNs: 2, AnglesNs: 15,
-		AttnF32: []AttnRate{{64, 40, 100}, {128, 60, 150}}, AttnF16: []AttnRate{{64, 80, 300}}}
+		AttnF32: []AttnRate{{64, 40, 100}, {128, 60, 150}}, AttnF16: []AttnRate{{64, 80, 300}},
+		AttnTiled: []TileRate{{64, 5000, 2000}, {128, 9000, 3000}}}
 	data, err := json.Marshal(hw)
 	if err != nil {
 		t.Fatal(err)
@@ -262,6 +263,9 @@ func TestCalibrateMeasuresEngineCosts(t *testing.T) {
 	if len(e.AttnF32) != 2 || len(e.AttnF16) != 2 || e.AttnF32[0].Ns <= 0 || e.AttnF32[1].HeadDim != 128 {
 		t.Errorf("attention %+v / %+v: want positive costs at head_dim 64 and 128", e.AttnF32, e.AttnF16)
 	}
+	if len(e.AttnTiled) != 2 || e.AttnTiled[0].TileNs <= 0 || e.AttnTiled[1].HeadDim != 128 || e.AttnTiled[1].HeadNs < 0 {
+		t.Errorf("tiled attention %+v: want positive costs per tile at head_dim 64 and 128", e.AttnTiled)
+	}
 	k := c.Kernels["q8_0"]
 	// 8 MiB of weights: the only set is those 8 MiB, at each width.
 	if len(k.MatVec) != len(matVecCols) || len(k.MatMul) != len(matVecCols)*len(matMulTokens) || k.CallUs <= 0 {
@@ -292,4 +296,58 @@ func estimate2(t *testing.T, s *Shape, hw *Profile, dtype string, threads int) *
 		t.Fatal(err)
 	}
 	return e
+}
+
+// A sequence's pass of 64+ tokens with an f16 cache is costed as the tiled attention it
+// runs: per query head, every (query tile, cache tile) pair under the causal mask at
+// TileNs plus TileRate.HeadNs per query tile; shorter passes and f32 caches keep the
+// per-position costs.
+func TestEngineTiledAttention(t *testing.T) {
+	hw := engineProfile()
+	hw.Calibration[0].Engine.AttnTiled = []TileRate{{64, 5000, 2000}}
+	r, err := hw.Rates(prec(t, "bf16"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := shape(t, "smollm2-135m") // head_dim 64, 9 query heads
+	f16, f32 := prec(t, "f16"), prec(t, "f32")
+	without := *r.Engine
+	without.AttnTiled = nil
+	r0 := r
+	r0.Engine = &without
+	for _, c := range []struct {
+		n, ctx, pairs, qTiles int
+		tiled                 bool
+	}{
+		{128, 0, 1 + 2, 2, true},  // tiles 0-63 and 64-127
+		{100, 30, 2 + 3, 2, true}, // positions 30-93 (cache tiles 0-1), 94-129 (0-2)
+		{63, 0, 0, 0, false},      // one short of a tile: per position
+		{1, 500, 0, 0, false},     // decode
+	} {
+		for _, kv := range []Precision{f16, f32} {
+			got := s.enginePass(r, c.n, 1, c.ctx, prec(t, "bf16"), kv)
+			base := s.enginePass(r0, c.n, 1, c.ctx, prec(t, "bf16"), kv)
+			if !c.tiled || kv.Name != "f16" {
+				if got.Seconds != base.Seconds {
+					t.Errorf("n %d ctx %d kv %s: %g s, want the per-position %g s", c.n, c.ctx, kv.Name, got.Seconds, base.Seconds)
+				}
+				continue
+			}
+			// Both differ only in attention; rebuild each side's attention from its terms.
+			units := c.qTiles * s.Heads
+			bal := float64((units+1)/2*2) / float64(units)
+			want := bal * 1e-9 * float64(s.Heads) * (float64(c.pairs)*5000 + float64(c.qTiles)*2000)
+			e := r.Engine
+			perPos, perHead := e.attn(s.HeadDim, kv)
+			items := c.n * s.Heads
+			positions := float64(c.n)*float64(c.ctx) + float64(c.n)*float64(c.n+1)/2
+			ib := float64((items+1)/2*2) / float64(items)
+			old := ib * 1e-9 * (float64(items)*perHead + positions*float64(s.Heads)*perPos)
+			kvRead := float64(c.ctx+c.n) * 2 * float64(s.KVHeads*s.HeadDim) * kv.Bytes / r.OtherBW
+			d := float64(s.Layers) * (max(want, kvRead) - max(old, kvRead))
+			if !near(got.Seconds-base.Seconds, d, 1e-6) {
+				t.Errorf("n %d ctx %d: tiled pass %g s, per-position %g s: difference %g, want %g", c.n, c.ctx, got.Seconds, base.Seconds, got.Seconds-base.Seconds, d)
+			}
+		}
+	}
 }

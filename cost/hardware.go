@@ -295,6 +295,11 @@ func (c ThreadRates) validateEngine() error {
 				return fmt.Errorf("engine: attention at head_dim %d: %g ns per position, %g ns per head: want positive, not negative", a.HeadDim, a.Ns, a.HeadNs)
 			}
 		}
+		for _, a := range e.AttnTiled {
+			if a.HeadDim <= 0 || a.TileNs <= 0 || a.HeadNs < 0 {
+				return fmt.Errorf("engine: tiled attention at head_dim %d: %g ns per tile, %g ns per query tile: want positive, not negative", a.HeadDim, a.TileNs, a.HeadNs)
+			}
+		}
 	}
 	for d, k := range c.Kernels {
 		if k.CallUs < 0 {
