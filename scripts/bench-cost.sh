@@ -20,6 +20,7 @@
 #
 #   scripts/bench-cost.sh                       # all shapes, bf16 f16 q8_0
 #   SHAPES="smollm2-135m" DTYPES="bf16" PROMPT=64 GEN=16 scripts/bench-cost.sh
+#   KV=f16 PROMPT=512 scripts/bench-cost.sh       # f16 KV cache (64+ tokens: tiled attention)
 #
 # q8_0 goes through `tokenwise export --format gguf --dtype q8_0`, which needs a tokenizer
 # GGUF can express: the real Qwen3 / Llama-3 tokenizer.json from scripts/setup-refs.sh, so
@@ -33,6 +34,7 @@ GEN=${GEN:-8}
 REPEATS=${REPEATS:-3}
 THREADS=${THREADS:-2}
 CLOCK=${CLOCK:-wall}
+KV=${KV:-f32}
 out=.cache/bench-cost
 mkdir -p "$out"
 tw="$out/tokenwise"
@@ -44,7 +46,7 @@ declare -A tokjson=(
 )
 tiny=internal/cli/testdata/tiny-tokenizer.json
 
-echo "# $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); prompt $PROMPT, $GEN decode steps, $THREADS threads, median of $REPEATS" >&2
+echo "# $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); prompt $PROMPT, $GEN decode steps, $KV KV cache, $THREADS threads, median of $REPEATS" >&2
 
 results="$out/results.jsonl"
 : >"$results"
@@ -68,10 +70,10 @@ for shape in $SHAPES; do
 		echo "== $shape $dt" >&2
 		prof="$out/this-machine-$shape-$dt.json"
 		"$tw" calibrate --out "$prof" --threads "$THREADS" --sweep-threads=false --dtypes "$dt" --read-mib 512 --repeats 5 --clock "$CLOCK" >&2
-		meas=$("$tw" bench --model "$m" --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --threads "$THREADS" --repeats "$REPEATS" --json)
-		pred=$("$tw" cost --model "$m" --hardware "$prof" --threads "$THREADS" --prompt "$PROMPT" --output "$GEN" --json)
-		jq -c -n --arg shape "$shape" --arg dtype "$dt" --argjson m "$meas" --argjson p "$pred" \
-			'{shape: $shape, dtype: $dtype, measured: $m, predicted: {prefill_tok_s: $p.prefill_tok_s, decode_tok_s: $p.decode_tok_s, lm_head_share: $p.lm_head_share, output_over_input_cost: $p.output_over_input_cost}}' >>"$results"
+		meas=$("$tw" bench --model "$m" --prompt-tokens "$PROMPT" --gen-tokens "$GEN" --threads "$THREADS" --repeats "$REPEATS" --kv-cache-dtype "$KV" --json)
+		pred=$("$tw" cost --model "$m" --hardware "$prof" --threads "$THREADS" --prompt "$PROMPT" --output "$GEN" --kv-dtype "$KV" --json)
+		jq -c -n --arg shape "$shape" --arg dtype "$dt" --arg kv "$KV" --argjson m "$meas" --argjson p "$pred" \
+			'{shape: $shape, dtype: $dtype, kv: $kv, measured: $m, predicted: {prefill_tok_s: $p.prefill_tok_s, decode_tok_s: $p.decode_tok_s, lm_head_share: $p.lm_head_share, output_over_input_cost: $p.output_over_input_cost}}' >>"$results"
 	done
 done
 
