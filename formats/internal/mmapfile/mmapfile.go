@@ -46,3 +46,15 @@ func Unmap(path string, m []byte) error {
 	}
 	return nil
 }
+
+// Release tells the kernel that the pages wholly inside m[:n] are not needed for now: they
+// leave the process's resident set and are read again from the page cache (or the file)
+// if touched. For a header that has been parsed into Go values, whose pages would
+// otherwise count as resident for as long as the tensor data stays mapped.
+func Release(m []byte, n int) error {
+	n = n &^ (os.Getpagesize() - 1)
+	if n <= 0 {
+		return nil
+	}
+	return unix.Madvise(m[:n], unix.MADV_DONTNEED)
+}
