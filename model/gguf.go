@@ -29,6 +29,9 @@ func loadGGUF(path string, opts Options) (*Model, error) {
 	if err == nil {
 		var m *Model
 		if m, err = build(cfg, f, ggufNames, interleaved, opts); err == nil {
+			// The weights are bound and the config read: the file stays mapped for its
+			// tensor data only (its tokenizer, if wanted, is read through another Open).
+			f.DropMetadata()
 			m.closer = f
 			return m, nil
 		}
