@@ -212,7 +212,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 			return finish(FinishLength, nil)
 		}
 		td := time.Now()
-		logits, err = m.Decode(seq, ch.ID)
+		logits, err = m.DecodeInto(logits, seq, ch.ID) // the sampler is done with them
 		decodeDur += time.Since(td)
 		res.Timing.DecodeSteps++
 		res.Timing.DecodeMs = ms(decodeDur)
