@@ -167,6 +167,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	}
 
 	seq := m.NewSequence(maxCtx)
+	defer seq.Release() // its cache serves the model's next generation
 	t0 := time.Now()
 	logits, err := m.Prefill(seq, promptIDs)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"unsafe"
 	"weak"
 
 	"github.com/tokenwise/tokenwise/tensor"
@@ -129,5 +130,86 @@ func TestForwardInto(t *testing.T) {
 	}
 	if len(got) != m.cfg.VocabSize || &got[0] == &small[0] {
 		t.Fatal("DecodeInto with a short dst: want a new slice of the vocabulary")
+	}
+}
+
+// A released sequence's cache serves the next sequence, cleared; the released one refuses
+// further use; results match a sequence with a new cache.
+func TestReleaseReusesCache(t *testing.T) {
+	for _, kv := range []tensor.DType{tensor.F32, tensor.F16} {
+		t.Run(kv.String(), func(t *testing.T) {
+			m, _, _ := testModelOpts(t, "qwen3-headdim", tensor.F32, Options{Threads: 2, KVCache: kv})
+			first := func(s *Sequence) *byte {
+				if s.k16 != nil {
+					return (*byte)(unsafe.Pointer(&s.k16[0][0]))
+				}
+				return (*byte)(unsafe.Pointer(&s.k[0][0]))
+			}
+			a := m.NewSequence(0)
+			long := make([]int, 70)
+			for i := range long {
+				long[i] = (5*i + 1) % m.cfg.VocabSize
+			}
+			if _, err := m.Prefill(a, long); err != nil {
+				t.Fatal(err)
+			}
+			mem := first(a)
+			a.Release()
+			if _, err := m.Decode(a, 1); err == nil {
+				t.Fatal("Decode on a released sequence: no error")
+			}
+			a.Release() // twice is harmless
+
+			b := m.NewSequence(0)
+			got, err := m.Prefill(b, testPrompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first(b) != mem {
+				t.Fatal("the next sequence did not reuse the released cache")
+			}
+			if c := kvCap(b); c != 64 {
+				t.Fatalf("reused cache: capacity %d, want 64 for a %d-token prompt", c, len(testPrompt))
+			}
+			// Everything past the prompt is zero, as in a new allocation.
+			kvDim := m.cfg.NumKVHeads * m.cfg.HeadDim
+			for l := range m.cfg.NumLayers {
+				if kv == tensor.F16 {
+					for i, x := range b.v16[l][len(testPrompt)*kvDim:] {
+						if x != 0 {
+							t.Fatalf("layer %d value %d past the prompt: %#x, want 0", l, i, x)
+						}
+					}
+				} else {
+					for i, x := range b.v[l][len(testPrompt)*kvDim:] {
+						if x != 0 {
+							t.Fatalf("layer %d value %d past the prompt: %g, want 0", l, i, x)
+						}
+					}
+				}
+			}
+			c := m.NewSequence(0) // a new cache: the spare is taken
+			want, err := m.Prefill(c, testPrompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first(c) == mem {
+				t.Fatal("two live sequences share a cache")
+			}
+			for step := range 8 {
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("step %d logit %d: %g on the reused cache, %g on a new one", step, i, got[i], want[i])
+					}
+				}
+				id := argmax(want)
+				if got, err = m.Decode(b, id); err != nil {
+					t.Fatal(err)
+				}
+				if want, err = m.Decode(c, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
