@@ -103,7 +103,8 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 	return nil
 }
 
-// modelGC tunes the collector for a process that runs a model, unless GOGC is set: a cycle
+// modelGC tunes the collector for a process that runs a model (bench, generate, serve),
+// unless GOGC is set: a cycle
 // starts once the heap has grown 5% over what the last one kept, instead of Go's default
 // 100%. Beside the memory-mapped weights the heap is small and long-lived (tokenizer, KV
 // cache, activations: ~53 MB for Qwen3-0.6B) and, with the generation loop reusing its

@@ -155,6 +155,7 @@ func runGenerate(ctx context.Context, f generateFlags, stdout, stderr io.Writer)
 		return fmt.Errorf("generate: %w", err)
 	}
 	defer m.Close()
+	modelGC() // as bench measures its memory
 
 	if ctx == nil {
 		ctx = context.Background()

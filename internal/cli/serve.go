@@ -116,6 +116,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer m.Close()
+	modelGC() // as bench measures its memory
 	name := f.name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(filepath.Clean(f.model)), filepath.Ext(f.model))
