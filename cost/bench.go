@@ -31,7 +31,9 @@ type BenchOptions struct {
 	Warmup       int // untimed generations first (default 1)
 	// KVCache is the KV cache dtype (tensor.F32, the zero value, or tensor.F16).
 	KVCache tensor.DType
-	Log     io.Writer
+	// Mmap maps the checkpoint instead of reading it into memory (model.Options.Mmap).
+	Mmap bool
+	Log  io.Writer
 }
 
 // BenchResult is one model's measured speed. Rates are medians over the repeats.
@@ -100,7 +102,7 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 			fmt.Fprintf(o.Log, format, a...)
 		}
 	}
-	m, err := model.Load(path, model.Options{Threads: o.Threads, KVCache: o.KVCache})
+	m, err := model.Load(path, model.Options{Threads: o.Threads, KVCache: o.KVCache, Mmap: o.Mmap})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +170,7 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	}
 
 	// What a step reads and computes.
-	w, err := openWeights(path)
+	w, err := openWeights(path, o.Mmap) // the head timed from the same kind of memory as the model's
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +273,7 @@ func (w *weights) tensor(name string) (tensor.Info, bool) {
 	return tensor.Info{}, false
 }
 
-func openWeights(path string) (*weights, error) {
+func openWeights(path string, mmap bool) (*weights, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -280,13 +282,21 @@ func openWeights(path string) (*weights, error) {
 		if !strings.EqualFold(filepath.Ext(path), ".gguf") {
 			return nil, fmt.Errorf("%s: not a model folder or a .gguf file", path)
 		}
-		f, err := gguf.Open(path)
+		open := gguf.OpenResident
+		if mmap {
+			open = gguf.Open
+		}
+		f, err := open(path)
 		if err != nil {
 			return nil, err
 		}
 		return &weights{tensors: f.Tensors(), close: f.Close}, nil
 	}
-	m, err := safetensors.OpenModel(path)
+	openModel := safetensors.OpenModelResident
+	if mmap {
+		openModel = safetensors.OpenModel
+	}
+	m, err := openModel(path)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +316,7 @@ func openWeights(path string) (*weights, error) {
 // file, as a cost-model dtype name ("" if path holds no weights or their dtype has no cost
 // model, such as k-quants).
 func WeightsDType(path string) string {
-	w, err := openWeights(path)
+	w, err := openWeights(path, true) // reads only the tensor table: no copy
 	if err != nil {
 		return ""
 	}

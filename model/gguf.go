@@ -21,7 +21,11 @@ var ggufArchitectures = map[string]struct {
 }
 
 func loadGGUF(path string, opts Options) (*Model, error) {
-	f, err := gguf.Open(path)
+	open := gguf.OpenResident
+	if opts.Mmap {
+		open = gguf.Open
+	}
+	f, err := open(path)
 	if err != nil {
 		return nil, err
 	}

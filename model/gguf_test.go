@@ -3,11 +3,14 @@ package model
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tokenwise/tokenwise/formats/gguf"
+	"github.com/tokenwise/tokenwise/formats/safetensors"
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
@@ -165,5 +168,49 @@ func TestGGUFMatchesHF(t *testing.T) {
 				lg, _ = g.Decode(sg, id)
 			}
 		})
+	}
+}
+
+// TestLoadMmapOrResident: a checkpoint read into memory (the default) and one mapped from
+// the page cache (Options.Mmap) give the same logits bit for bit, from an HF folder and
+// from a GGUF file.
+func TestLoadMmapOrResident(t *testing.T) {
+	name := "llama-gqa-tied"
+	cfg, err := ParseConfig([]byte(testConfigs[name]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := RandomWeights(cfg, 7, tensor.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(testConfigs[name]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ws, nil); err != nil {
+		t.Fatal(err)
+	}
+	gg := filepath.Join(t.TempDir(), "m.gguf")
+	toGGUF(t, cfg, ws, gg)
+	for _, path := range []string{dir, gg} {
+		var logits [2][]float32
+		for i, mmap := range []bool{false, true} {
+			m, err := Load(path, Options{Threads: 2, Mmap: mmap})
+			if err != nil {
+				t.Fatalf("%s (mmap %v): %v", path, mmap, err)
+			}
+			l, err := m.Prefill(m.NewSequence(0), testPrompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits[i] = slices.Clone(l)
+			m.Close()
+		}
+		for i := range logits[0] {
+			if math.Float32bits(logits[0][i]) != math.Float32bits(logits[1][i]) {
+				t.Fatalf("%s: logit %d = %v read into memory, %v mapped", path, i, logits[0][i], logits[1][i])
+			}
+		}
 	}
 }

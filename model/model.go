@@ -33,6 +33,11 @@ type Options struct {
 	// default) or tensor.F16, which halves the cache and computes attention the way
 	// llama.cpp does with its default f16 cache (kernels.FlashF16).
 	KVCache tensor.DType
+	// Mmap maps the checkpoint's pages from the page cache, as llama.cpp does by default:
+	// quick to load and shared between processes. Without it the weights are read into
+	// memory the kernel may back with huge pages, which decode streams faster (~8% on
+	// Qwen3-0.6B f16 here; see mmapfile.Read), at the cost of a copy at load.
+	Mmap bool
 }
 
 // ParseKVDType reads a --kv-cache-dtype value: "f32" or "f16".
@@ -109,7 +114,11 @@ func Load(path string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	st2, err := safetensors.OpenModel(path)
+	openModel := safetensors.OpenModelResident
+	if opts.Mmap {
+		openModel = safetensors.OpenModel
+	}
+	st2, err := openModel(path)
 	if err != nil {
 		return nil, err
 	}

@@ -42,8 +42,14 @@ type File struct {
 }
 
 // Open memory-maps and validates a GGUF file.
-func Open(path string) (*File, error) {
-	m, err := mmapfile.Map(path, 24, "GGUF")
+func Open(path string) (*File, error) { return open(path, mmapfile.Map) }
+
+// OpenResident is Open with the file read into memory that may be backed by huge pages
+// (faster to stream through, at the cost of a copy: see mmapfile.Read), for a model's weights.
+func OpenResident(path string) (*File, error) { return open(path, mmapfile.Read) }
+
+func open(path string, load func(string, int64, string) ([]byte, error)) (*File, error) {
+	m, err := load(path, 24, "GGUF")
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,14 @@ type File struct {
 }
 
 // Open memory-maps and validates a .safetensors file.
-func Open(path string) (*File, error) {
-	m, err := mmapfile.Map(path, 8, "safetensors")
+func Open(path string) (*File, error) { return open(path, mmapfile.Map) }
+
+// OpenResident is Open with the file read into memory that may be backed by huge pages
+// (faster to stream through, at the cost of a copy: see mmapfile.Read), for a model's weights.
+func OpenResident(path string) (*File, error) { return open(path, mmapfile.Read) }
+
+func open(path string, load func(string, int64, string) ([]byte, error)) (*File, error) {
+	m, err := load(path, 8, "safetensors")
 	if err != nil {
 		return nil, err
 	}
@@ -257,13 +263,18 @@ type Model struct {
 
 // OpenModel opens the weights of an HF model folder: model.safetensors.index.json with its
 // shards if present, else model.safetensors. A path to a single .safetensors file works too.
-func OpenModel(dir string) (*Model, error) {
+func OpenModel(dir string) (*Model, error) { return openModel(dir, Open) }
+
+// OpenModelResident is OpenModel with every file read into memory (OpenResident).
+func OpenModelResident(dir string) (*Model, error) { return openModel(dir, OpenResident) }
+
+func openModel(dir string, open func(string) (*File, error)) (*Model, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		f, err := Open(dir)
+		f, err := open(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +282,7 @@ func OpenModel(dir string) (*Model, error) {
 	}
 	indexPath := filepath.Join(dir, "model.safetensors.index.json")
 	if raw, err := os.ReadFile(indexPath); err == nil {
-		return openSharded(dir, indexPath, raw)
+		return openSharded(dir, indexPath, raw, open)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -279,14 +290,14 @@ func OpenModel(dir string) (*Model, error) {
 	if _, err := os.Stat(single); err != nil {
 		return nil, fmt.Errorf("%s: no model.safetensors or model.safetensors.index.json", dir)
 	}
-	f, err := Open(single)
+	f, err := open(single)
 	if err != nil {
 		return nil, err
 	}
 	return newModel(dir, []*File{f}, nil)
 }
 
-func openSharded(dir, indexPath string, raw []byte) (*Model, error) {
+func openSharded(dir, indexPath string, raw []byte, open func(string) (*File, error)) (*Model, error) {
 	var idx struct {
 		WeightMap map[string]string `json:"weight_map"`
 	}
@@ -308,7 +319,7 @@ func openSharded(dir, indexPath string, raw []byte) (*Model, error) {
 	sort.Strings(shards)
 	var files []*File
 	for _, s := range shards {
-		f, err := Open(filepath.Join(dir, s))
+		f, err := open(filepath.Join(dir, s))
 		if err != nil {
 			for _, g := range files {
 				g.Close()

@@ -39,6 +39,7 @@ type generateFlags struct {
 	seed        int64
 	threads     int
 	kvDType     string
+	mmap        bool
 	stop        []string
 	ignoreEOS   bool
 	jsonOut     bool
@@ -82,6 +83,7 @@ tokenizer's EOS token, a --stop string (not printed), --max-tokens or the contex
 	fl.Int64Var(&f.seed, "seed", -1, "sampling seed (-1: random; the seed used is in --json output)")
 	fl.IntVar(&f.threads, "threads", 0, "compute threads (0: one per CPU)")
 	fl.StringVar(&f.kvDType, "kv-cache-dtype", "f32", "KV cache dtype: f32, or f16 (half the memory; attention computed as llama.cpp's default)")
+	fl.BoolVar(&f.mmap, "mmap", false, "map the checkpoint from the page cache (quick to load, shared between processes) instead of reading it into huge-page memory (faster decode)")
 	fl.StringArrayVar(&f.stop, "stop", nil, "stop string (repeatable); generation ends before it")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "keep generating past EOS (benchmarks)")
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"prompt_ids","ids","text","finish_reason","usage","timing","seed"} instead of streaming`)
@@ -150,12 +152,12 @@ func runGenerate(ctx context.Context, f generateFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("generate: --kv-cache-dtype: %w", err)
 	}
-	m, err := model.Load(f.model, model.Options{Threads: f.threads, KVCache: kv})
+	modelGC() // as bench measures its memory: after the tokenizer, before the weights
+	m, err := model.Load(f.model, model.Options{Threads: f.threads, KVCache: kv, Mmap: f.mmap})
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
 	defer m.Close()
-	modelGC() // as bench measures its memory
 
 	if ctx == nil {
 		ctx = context.Background()

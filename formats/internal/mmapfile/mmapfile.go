@@ -1,9 +1,12 @@
 // Package mmapfile maps a whole checkpoint file read-only, so tensor data is read straight
-// from the page cache and never copied (both readers, safetensors and GGUF, use it).
+// from the page cache and never copied (both readers, safetensors and GGUF, use it), or
+// reads it into memory the kernel may back with huge pages (Read), which a decode step
+// streams faster.
 package mmapfile
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 
@@ -13,25 +16,11 @@ import (
 // Map maps path read-only. A file that is not regular, or shorter than minSize bytes (what
 // its header needs), is refused with an error naming path and format.
 func Map(path string, minSize int64, format string) ([]byte, error) {
-	fd, err := os.Open(path)
+	fd, size, err := open(path, minSize, format)
 	if err != nil {
 		return nil, err
 	}
 	defer fd.Close() // the mapping stays valid after the descriptor is closed
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	size := st.Size()
-	if size < minSize {
-		return nil, fmt.Errorf("%s: file is %d bytes, too small for a %s header", path, size, format)
-	}
-	if size > math.MaxInt {
-		return nil, fmt.Errorf("%s: file too large to map", path)
-	}
 	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
@@ -39,12 +28,68 @@ func Map(path string, minSize int64, format string) ([]byte, error) {
 	return m, nil
 }
 
-// Unmap releases a mapping made by Map; path names the file in the error.
+// Read reads path into a private anonymous mapping, with the same checks as Map, and makes
+// it read-only. The mapping is advised as huge pages (MADV_HUGEPAGE; transparent huge pages
+// in "madvise" mode honour it): the page cache maps a file in 4 KiB pages, and a decode
+// step, which streams every weight once, then takes a TLB miss every 4 KiB. Measured on
+// Qwen3-0.6B f16 (tokenwise bench, 2 threads, alternating pairs): 14.6 -> 15.9 and 13.7 ->
+// 14.9 tok/s. The cost: the file is copied at load (and stays in the page cache too, where
+// the kernel may drop it), and processes no longer share one copy of the weights.
+func Read(path string, minSize int64, format string) ([]byte, error) {
+	fd, size, err := open(path, minSize, format)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	m, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("%s: allocating %d bytes: %w", path, size, err)
+	}
+	_ = unix.Madvise(m, unix.MADV_HUGEPAGE) // advice only: without it the pages are 4 KiB
+	if _, err := io.ReadFull(fd, m); err != nil {
+		unix.Munmap(m)
+		return nil, fmt.Errorf("%s: reading: %w", path, err)
+	}
+	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
+		unix.Munmap(m)
+		return nil, fmt.Errorf("%s: mprotect: %w", path, err)
+	}
+	return m, nil
+}
+
+// Unmap releases a mapping made by Map or Read; path names the file in the error.
 func Unmap(path string, m []byte) error {
 	if err := unix.Munmap(m); err != nil {
 		return fmt.Errorf("%s: munmap: %w", path, err)
 	}
 	return nil
+}
+
+// open opens path for Map or Read: a regular file of at least minSize bytes.
+func open(path string, minSize int64, format string) (*os.File, int64, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := fd.Stat()
+	if err != nil {
+		fd.Close()
+		return nil, 0, err
+	}
+	size := st.Size()
+	switch {
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("%s: not a regular file", path)
+	case size < minSize:
+		err = fmt.Errorf("%s: file is %d bytes, too small for a %s header", path, size, format)
+	case size > math.MaxInt:
+		err = fmt.Errorf("%s: file too large to map", path)
+	}
+	if err != nil {
+		fd.Close()
+		return nil, 0, err
+	}
+	return fd, size, nil
 }
 
 // Release tells the kernel that the pages wholly inside m[:n] are not needed for now: they
