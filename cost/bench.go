@@ -162,15 +162,14 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	r.PrefillTokS, r.DecodeTokS = median(r.PrefillRunsTokS), median(r.DecodeRunsTokS)
 	r.PrefillTokSCPU, r.DecodeTokSCPU = median(cpuPrefill), median(cpuDecode)
 
-	// The peak resident set of generation, read before the file is opened a second time
-	// below: the LM head timed through that second mapping would count its pages twice
-	// (the kernel's RSS counts each mapping; the memory is the same).
+	// The peak resident set of generation, read before the file is mapped a second time
+	// below for its tensor table.
 	if rss, ok := peakRSS(); ok {
 		r.PeakRSS = rss
 	}
 
 	// What a step reads and computes.
-	w, err := openWeights(path, o.Mmap) // the head timed from the same kind of memory as the model's
+	w, err := openWeights(path)
 	if err != nil {
 		return nil, err
 	}
@@ -210,11 +209,8 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	r.DecodeGFLOPS = decFLOPs / float64(o.GenTokens) * r.DecodeTokS / 1e9
 	r.DecodeMsPerStep = 1000 / r.DecodeTokS
 
-	// The LM head alone: the same kernel on the same bytes, as many steps, same threads.
-	hm, err := kernels.NewMat(head.DType, cfg.VocabSize, cfg.HiddenSize, head.Data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: tensor %q: %w", path, head.Name, err)
-	}
+	// The LM head alone: the same kernel on the model's own bytes, as many steps, same threads.
+	hm := m.LMHead()
 	pool := kernels.NewPool(o.Threads)
 	defer pool.Close()
 	r.Threads = pool.Threads()
@@ -224,13 +220,13 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 		x[i] = float32(rng.NormFloat64())
 	}
 	logits := make([]float32, cfg.VocabSize)
-	kernels.MatVec(pool, logits, &hm, x, scratch) // warm
+	kernels.MatVec(pool, logits, hm, x, scratch) // warm
 	var perStep, perStepCPU []float64
 	for range o.Repeats {
 		c0, cpuOK := processCPU()
 		start := time.Now()
 		for range o.GenTokens {
-			kernels.MatVec(pool, logits, &hm, x, scratch)
+			kernels.MatVec(pool, logits, hm, x, scratch)
 		}
 		perStep = append(perStep, time.Since(start).Seconds()*1000/float64(o.GenTokens))
 		if c1, _ := processCPU(); cpuOK {
@@ -273,7 +269,7 @@ func (w *weights) tensor(name string) (tensor.Info, bool) {
 	return tensor.Info{}, false
 }
 
-func openWeights(path string, mmap bool) (*weights, error) {
+func openWeights(path string) (*weights, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -282,21 +278,13 @@ func openWeights(path string, mmap bool) (*weights, error) {
 		if !strings.EqualFold(filepath.Ext(path), ".gguf") {
 			return nil, fmt.Errorf("%s: not a model folder or a .gguf file", path)
 		}
-		open := gguf.OpenResident
-		if mmap {
-			open = gguf.Open
-		}
-		f, err := open(path)
+		f, err := gguf.Open(path)
 		if err != nil {
 			return nil, err
 		}
 		return &weights{tensors: f.Tensors(), close: f.Close}, nil
 	}
-	openModel := safetensors.OpenModelResident
-	if mmap {
-		openModel = safetensors.OpenModel
-	}
-	m, err := openModel(path)
+	m, err := safetensors.OpenModel(path)
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +304,7 @@ func openWeights(path string, mmap bool) (*weights, error) {
 // file, as a cost-model dtype name ("" if path holds no weights or their dtype has no cost
 // model, such as k-quants).
 func WeightsDType(path string) string {
-	w, err := openWeights(path, true) // reads only the tensor table: no copy
+	w, err := openWeights(path)
 	if err != nil {
 		return ""
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tokenwise/tokenwise/internal/hugemem"
 	"github.com/tokenwise/tokenwise/kernels"
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -317,18 +317,6 @@ type kernelBench struct {
 	release func() // frees big's memory
 }
 
-// hugeBytes is n bytes of anonymous memory advised as huge pages, as model.Load reads a
-// checkpoint into by default (mmapfile.Read): the streaming rates measured here are then
-// those of the model's weights (4 KiB pages stream ~10-20% slower on this machine class).
-func hugeBytes(n int) ([]byte, func(), error) {
-	m, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	if err != nil {
-		return nil, nil, fmt.Errorf("allocating %d bytes: %w", n, err)
-	}
-	_ = unix.Madvise(m, unix.MADV_HUGEPAGE) // advice only
-	return m, func() { unix.Munmap(m) }, nil
-}
-
 // newBench builds the matrices from a pool of 512 random rows, each matrix row copied from
 // a random pool row. The values are kept as varied as a model's because the f16 kernel
 // converts through a 256 KiB table whose cache footprint depends on the values; one
@@ -345,10 +333,13 @@ func newBench(dt tensor.DType, mib int) (*kernelBench, error) {
 		return nil, err
 	}
 	rows := max(4, (mib<<20)/rowBytes/4*4)
-	data, release, err := hugeBytes(rows * rowBytes)
+	// In huge-page memory, as model.Load holds a checkpoint's weights (hugemem), so the
+	// streaming rates measured here are the model's.
+	data, err := hugemem.Alloc(rows * rowBytes)
 	if err != nil {
 		return nil, err
 	}
+	release := func() { hugemem.Free(data) }
 	pick := rand.New(rand.NewPCG(5, 6))
 	for r := range rows {
 		src := pick.IntN(poolRows) * rowBytes

@@ -128,13 +128,7 @@ func reduceDotF16(acc *[4][16]float32, lanes16 bool, q []float32, k []uint16, np
 	a := &acc[0]
 	var r float32
 	if lanes16 {
-		// _mm512_reduce_add_ps: halves of 8, of 4, then pairs.
-		var t3 [8]float32
-		for l := range 8 {
-			t3[l] = a[8+l] + a[l]
-		}
-		t6 := [4]float32{t3[4] + t3[0], t3[5] + t3[1], t3[6] + t3[2], t3[7] + t3[3]}
-		r = (t6[0] + t6[2]) + (t6[1] + t6[3])
+		r = reduceAdd16(a)
 	} else {
 		// 128-bit halves, then two horizontal adds.
 		t0 := [4]float32{a[0] + a[4], a[1] + a[5], a[2] + a[6], a[3] + a[7]}

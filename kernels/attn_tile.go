@@ -149,58 +149,60 @@ func (f *FlashTiled) tile(qs *TileQueries, c *TileCache, hd int, scale float32, 
 	for j := j0; j < j1; j += 4 {
 		gemmBcast4(f.kq[j*AttnTile:], AttnTile, f.k32[j*hd:], hd, 1, f.qt, AttnTile, hd, AttnTile, true, scale)
 	}
-	if f.softmaxVec(qs, a, kvlo, kvhi, j0, j1) {
-		goto values
+	if !f.softmaxVec(qs, a, kvlo, kvhi, j0, j1) {
+		f.softmaxScalar(qs, a, kvlo, kvhi, j0, j1)
 	}
-	// The online softmax, a query at a time.
-	{
-		var e [AttnTile]float32
-		for i := range nq4 {
-			if i >= nq {
-				for j := j0; j < j1; j++ {
-					f.kq[j*AttnTile+i] = 0
-				}
-				continue
-			}
-			pi := qs.Pos0 + i
-			fi := qs.first(i)
-			tmax := float32(math.Inf(-1))
-			for j := range AttnTile {
-				p := a + j
-				v := float32(math.Inf(-1))
-				if p >= kvlo && p < kvhi && p >= fi && p <= pi {
-					v = f.kq[j*AttnTile+i]
-				}
-				e[j] = v
-				tmax = max(tmax, v)
-			}
-			if math.IsInf(float64(tmax), -1) { // nothing to attend in this tile: weights 0
-				for j := j0; j < j1; j++ {
-					f.kq[j*AttnTile+i] = 0
-				}
-				continue
-			}
-			mnew := f.rescale(i, tmax)
-			f.s[i] = float32(float64(f.s[i]) + softmaxSumGGML(&e, mnew))
-			for j := j0; j < j1; j++ {
-				f.kq[j*AttnTile+i] = e[j]
-			}
-		}
-	}
-values:
 	// acc += weights·V over the positions read (the other weights are 0: no change).
 	k := kvhi - kvlo
 	w := f.kq[(kvlo-a)*AttnTile:]
 	v := f.v32[(kvlo-a)*hd:]
 	for i := 0; i < nq4; i += 4 {
-		for col := 0; col < hd; col += 64 {
+		for col := 0; col < hd; {
+			cols := 64 // then 16 at a time for a tail (hd is a multiple of 16)
 			if hd-col < 64 {
-				for ; col < hd; col += 16 {
-					gemmBcast4(f.acc[i*hd+col:], hd, w[i:], 1, AttnTile, v[col:], hd, k, 16, false, 1)
-				}
-				break
+				cols = 16
 			}
-			gemmBcast4(f.acc[i*hd+col:], hd, w[i:], 1, AttnTile, v[col:], hd, k, 64, false, 1)
+			gemmBcast4(f.acc[i*hd+col:], hd, w[i:], 1, AttnTile, v[col:], hd, k, cols, false, 1)
+			col += cols
+		}
+	}
+}
+
+// softmaxScalar is the tile's online softmax a query at a time, in Go: the path where the
+// assembly (softmaxVec) does not run.
+func (f *FlashTiled) softmaxScalar(qs *TileQueries, a, kvlo, kvhi, j0, j1 int) {
+	nq := qs.N
+	nq4 := (nq + 3) &^ 3
+	var e [AttnTile]float32
+	for i := range nq4 {
+		if i >= nq {
+			for j := j0; j < j1; j++ {
+				f.kq[j*AttnTile+i] = 0
+			}
+			continue
+		}
+		pi := qs.Pos0 + i
+		fi := qs.first(i)
+		tmax := float32(math.Inf(-1))
+		for j := range AttnTile {
+			p := a + j
+			v := float32(math.Inf(-1))
+			if p >= kvlo && p < kvhi && p >= fi && p <= pi {
+				v = f.kq[j*AttnTile+i]
+			}
+			e[j] = v
+			tmax = max(tmax, v)
+		}
+		if math.IsInf(float64(tmax), -1) { // nothing to attend in this tile: weights 0
+			for j := j0; j < j1; j++ {
+				f.kq[j*AttnTile+i] = 0
+			}
+			continue
+		}
+		mnew := f.rescale(i, tmax)
+		f.s[i] = float32(float64(f.s[i]) + softmaxSumGGML(&e, mnew))
+		for j := j0; j < j1; j++ {
+			f.kq[j*AttnTile+i] = e[j]
 		}
 	}
 }
@@ -280,9 +282,7 @@ func softmaxSumGGML(e *[AttnTile]float32, m float32) float64 {
 		return sum
 	}
 	for g := 0; g < AttnTile; g += 8 {
-		a := e[g : g+8]
-		t := [4]float32{a[4] + a[0], a[5] + a[1], a[6] + a[2], a[7] + a[3]}
-		sum += float64((t[0] + t[2]) + (t[1] + t[3])) // _mm_movehl_ps, then _mm_movehdup_ps
+		sum += float64(hsum8((*[8]float32)(e[g : g+8]))) // the same tree as hsum_float_8
 	}
 	return sum
 }

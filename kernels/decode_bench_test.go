@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/tokenwise/tokenwise/internal/hugemem"
 	"testing"
 
 	"github.com/tokenwise/tokenwise/tensor"
@@ -20,16 +20,13 @@ import (
 func BenchmarkDecodeF16Qwen3(b *testing.B) {
 	const hidden, q, kv, inter, layers, vocab = 1024, 2048, 1024, 3072, 28, 151936
 	rng := rand.New(rand.NewPCG(3, 4))
-	var arena []byte
+	var arena []byte // BENCH_THP=1: the weights in huge-page memory, as model.Load holds them
 	if os.Getenv("BENCH_THP") != "" {
 		var err error
-		arena, err = unix.Mmap(-1, 0, 1300<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-		if err != nil {
+		if arena, err = hugemem.Alloc(1300 << 20); err != nil {
 			b.Fatal(err)
 		}
-		if err := unix.Madvise(arena, unix.MADV_HUGEPAGE); err != nil {
-			b.Fatal(err)
-		}
+		defer hugemem.Free(arena)
 	}
 	mat := func(rows, cols int) Mat {
 		var data []byte

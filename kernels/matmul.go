@@ -158,10 +158,5 @@ func dotLanes16(w, x []float32) float32 {
 			a[l] = fma32(w[i+l], x[i+l], a[l])
 		}
 	}
-	var t3 [8]float32
-	for l := range 8 {
-		t3[l] = a[8+l] + a[l]
-	}
-	t6 := [4]float32{t3[4] + t3[0], t3[5] + t3[1], t3[6] + t3[2], t3[7] + t3[3]}
-	return (t6[0] + t6[2]) + (t6[1] + t6[3])
+	return reduceAdd16(&a)
 }

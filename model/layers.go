@@ -269,8 +269,8 @@ func (r *run) tiledAttention(tiles []attnTile, q, ctx []float32, kc, vc []uint16
 		for i := lo; i < hi; i++ {
 			// Heads outermost, tiles from both ends in turn within a head (balanced): a
 			// worker's contiguous range of units carries its share of the causal work.
-			ti, h := balanced(i%nt, nt, 1)
-			h = i / nt
+			ti, _ := balanced(i%nt, nt, 1)
+			h := i / nt
 			tl := tiles[ti]
 			at := tl.t0*stride + h*hd
 			qs := kernels.TileQueries{Q: q[at:], QStride: stride, Out: ctx[at:], OutStride: stride,

@@ -274,6 +274,11 @@ func (m *Model) linears() []linear {
 	return out
 }
 
+// LMHead is the matrix the last hidden state is multiplied by for the logits (the
+// embedding matrix when they are tied), for timing that product alone (cost.Bench): the
+// model's own bytes, in the memory the model holds them in. Read-only.
+func (m *Model) LMHead() *kernels.Mat { return &m.head }
+
 // Config returns the model's shape.
 func (m *Model) Config() *Config { return m.cfg }
 

@@ -268,13 +268,13 @@ func OpenModel(dir string) (*Model, error) { return openModel(dir, Open) }
 // OpenModelResident is OpenModel with every file read into memory (OpenResident).
 func OpenModelResident(dir string) (*Model, error) { return openModel(dir, OpenResident) }
 
-func openModel(dir string, open func(string) (*File, error)) (*Model, error) {
+func openModel(dir string, openFile func(string) (*File, error)) (*Model, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		f, err := open(dir)
+		f, err := openFile(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +282,7 @@ func openModel(dir string, open func(string) (*File, error)) (*Model, error) {
 	}
 	indexPath := filepath.Join(dir, "model.safetensors.index.json")
 	if raw, err := os.ReadFile(indexPath); err == nil {
-		return openSharded(dir, indexPath, raw, open)
+		return openSharded(dir, indexPath, raw, openFile)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -290,14 +290,14 @@ func openModel(dir string, open func(string) (*File, error)) (*Model, error) {
 	if _, err := os.Stat(single); err != nil {
 		return nil, fmt.Errorf("%s: no model.safetensors or model.safetensors.index.json", dir)
 	}
-	f, err := open(single)
+	f, err := openFile(single)
 	if err != nil {
 		return nil, err
 	}
 	return newModel(dir, []*File{f}, nil)
 }
 
-func openSharded(dir, indexPath string, raw []byte, open func(string) (*File, error)) (*Model, error) {
+func openSharded(dir, indexPath string, raw []byte, openFile func(string) (*File, error)) (*Model, error) {
 	var idx struct {
 		WeightMap map[string]string `json:"weight_map"`
 	}
@@ -319,7 +319,7 @@ func openSharded(dir, indexPath string, raw []byte, open func(string) (*File, er
 	sort.Strings(shards)
 	var files []*File
 	for _, s := range shards {
-		f, err := open(filepath.Join(dir, s))
+		f, err := openFile(filepath.Join(dir, s))
 		if err != nil {
 			for _, g := range files {
 				g.Close()
