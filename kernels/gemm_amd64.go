@@ -372,7 +372,7 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool {
 	}
 	w = w[:len(out)*cols]
 	if nacc == 8 && useAVX512Attn {
-		attnScoresF16Z(&x[0], &w[0], nil, len(out), 2*cols, cols, 1, &out[0])
+		matVecF16Z(&x[0], &w[0], len(out), cols, &out[0])
 		return true
 	}
 	attnScoresF16AVX2(&x[0], &w[0], nil, len(out), 2*cols, cols, nacc, 1, &out[0])
@@ -393,6 +393,9 @@ func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool {
 	quantQ8BlocksAVX512(&x[0], &q[0], &d[0], &sum[0], nb)
 	return true
 }
+
+//go:noescape
+func matVecF16Z(x *float32, w *uint16, n, cols int, out *float32)
 
 //go:noescape
 func dotRowsBF16Z(x *float32, w *uint16, n, cols int, out *float32)
