@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tokenwise/tokenwise/internal/hugemem"
 	"github.com/tokenwise/tokenwise/kernels"
@@ -100,7 +101,17 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 		p.Name = "this-machine"
 	}
 
-	words := make([]uint64, o.ReadMiB<<20/8)
+	// The read probe's array lives in huge-page memory, as model.Load holds the weights.
+	arena, err := hugemem.Alloc(o.ReadMiB << 20)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %d MiB for the read probe: %w", o.ReadMiB, err)
+	}
+	defer func() {
+		if arena != nil {
+			hugemem.Free(arena)
+		}
+	}()
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&arena[0])), len(arena)/8)
 	for i := range words {
 		words[i] = uint64(i) // touch every page so the sweep measures memory, not page faults
 	}
@@ -125,7 +136,8 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 		logf("threads %d: read %.1f GB/s, FMA %.1f GFLOP/s (%s)\n", t, tr.ReadGBs, tr.FMAGFLOPS, isa)
 		p.Calibration = append(p.Calibration, tr)
 	}
-	words = nil
+	hugemem.Free(arena) // before the kernel measurements allocate their own
+	arena, words = nil, nil
 	for _, d := range o.DTypes {
 		dt, _ := kernelDType(d)
 		kb, err := newBench(dt, o.ReadMiB)
@@ -248,7 +260,7 @@ func readGBs(clock string, words []uint64, threads int) float64 {
 			wg.Add(1)
 			go func(t int) {
 				defer wg.Done()
-				sums[t] = sumWords(words[t*per : (t+1)*per])
+				sums[t] = kernels.SumWords(words[t*per : (t+1)*per])
 			}(t)
 		}
 		wg.Wait()
@@ -257,28 +269,6 @@ func readGBs(clock string, words []uint64, threads int) float64 {
 		sinkWords += s
 	}
 	return float64(per*threads*8) / el / 1e9
-}
-
-// sumWords adds 64-bit words in eight independent chains, so the loop issues loads as
-// fast as the core can and the memory system, not the adder, is the limit.
-func sumWords(w []uint64) uint64 {
-	var s0, s1, s2, s3, s4, s5, s6, s7 uint64
-	i := 0
-	for ; i+8 <= len(w); i += 8 {
-		b := w[i : i+8 : i+8]
-		s0 += b[0]
-		s1 += b[1]
-		s2 += b[2]
-		s3 += b[3]
-		s4 += b[4]
-		s5 += b[5]
-		s6 += b[6]
-		s7 += b[7]
-	}
-	for ; i < len(w); i++ {
-		s0 += w[i]
-	}
-	return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
 }
 
 // fmaGFLOPS runs the FMA loop on `threads` goroutines, each locked to its own OS thread.

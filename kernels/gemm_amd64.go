@@ -468,3 +468,22 @@ func asmSoftmaxTile64(kq []float32, m *[64]float32, sums *[64]float64) bool {
 	softmaxTile64Z(&kq[0], m, sums)
 	return true
 }
+
+//go:noescape
+func sumWordsZ(w *uint64, blocks int) uint64
+
+//go:noescape
+func sumWordsY(w *uint64, blocks int) uint64
+
+// asmSumWords adds w's first n words (n a multiple of 32 words, 256 bytes) in assembly and
+// returns their sum and n; n is 0 where the assembly does not run.
+func asmSumWords(w []uint64) (sum uint64, n int) {
+	blocks := len(w) / 32
+	if !useAsmGEMM || blocks == 0 {
+		return 0, 0
+	}
+	if useAVX512Attn {
+		return sumWordsZ(&w[0], blocks), blocks * 32
+	}
+	return sumWordsY(&w[0], blocks), blocks * 32
+}

@@ -55,3 +55,6 @@ func asmGemmBcast4(c []float32, ldc int, a []float32, ars, aks int, b []float32,
 func asmColMax64(kq []float32, out *[64]float32) bool { return false }
 
 func asmSoftmaxTile64(kq []float32, m *[64]float32, sums *[64]float64) bool { return false }
+
+func asmSumWords(w []uint64) (uint64, int) { return 0, 0 }
+func useAVX512Softmax() bool               { return false }

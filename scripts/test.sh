@@ -16,6 +16,8 @@ export TOKENWISE_REFS="$PWD/.cache/refs"
 export TOKENWISE_REQUIRE_REFS=1
 # Plain build first: the pure-Go kernels must build, vet and pass without the experiment.
 go vet ./...
+# Other architectures build the pure-Go kernels only (the assembly is amd64's).
+GOARCH=arm64 go vet ./...
 go test -count=1 ./kernels
 # The AVX2-only assembly, as on a CPU without AVX-512 (this is a no-op on one without it).
 TOKENWISE_NO_AVX512=1 go test -count=1 ./kernels
