@@ -487,3 +487,19 @@ func asmSumWords(w []uint64) (sum uint64, n int) {
 	}
 	return sumWordsY(&w[0], blocks), blocks * 32
 }
+
+//go:noescape
+func matVecQ8_0AVX2(w *byte, n, nb int, d8 *float32, q *int8, out *float32, vnni bool)
+
+// asmMatVecQ8_0 computes rows [lo,hi) of a Q8_0 matrix times one quantized activation row
+// into out[lo:hi] (dotQ8_0AVX2's bits); false where the assembly does not run.
+func asmMatVecQ8_0(out []float32, w *Mat, a *qact, lo, hi int) bool {
+	nb := w.Cols / 32
+	if !useAsmQ8 || w.DType != tensor.Q8_0 || nb == 0 || hi <= lo {
+		return false
+	}
+	_ = w.Data[hi*w.rowBytes-1]
+	d8, q := a.d8[:nb*8], a.q[:nb*32]
+	matVecQ8_0AVX2(&w.Data[lo*w.rowBytes], hi-lo, nb, &d8[0], &q[0], &out[lo], useVNNI)
+	return true
+}

@@ -183,3 +183,47 @@ func TestMatVecBF16RowOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSumWordsAVX2: the AVX2 read probe, on a CPU that would take the AVX-512 one.
+func TestSumWordsAVX2(t *testing.T) {
+	defer func(v bool) { useAVX512Attn = v }(useAVX512Attn)
+	useAVX512Attn = false
+	checkSumWords(t, "avx2")
+}
+
+// TestMatVecQ8_0Stream: the Q8_0 decode product (one call over the rows, matVecQ8_0AVX2)
+// gives dotQ8_0AVX2's bits row by row, with VPDPBUSD and with VPMADDUBSW/VPMADDWD, and
+// leaves the rows outside [lo,hi) alone.
+func TestMatVecQ8_0Stream(t *testing.T) {
+	if !useAsmQ8 {
+		t.Skip("no F16C/AVX2 assembly")
+	}
+	defer func(v bool) { useVNNI = v }(useVNNI)
+	rng := rand.New(rand.NewPCG(91, 92))
+	for _, cols := range []int{32, 96, 1024} {
+		const rows = 13
+		w, _ := randMat(t, rng, tensor.Q8_0, rows, cols)
+		x := randVec(rng, cols)
+		var a qact
+		a.quantize(x, false)
+		nb := cols / 32
+		for _, vnni := range []bool{false, useVNNI} {
+			useVNNI = vnni
+			out := make([]float32, rows)
+			const lo, hi = 2, 11
+			out[lo-1], out[hi] = -7, -7
+			if !asmMatVecQ8_0(out, &w, &a, lo, hi) {
+				t.Fatal("asmMatVecQ8_0 did not run")
+			}
+			for r := lo; r < hi; r++ {
+				want, _ := asmDotQ8_0(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], a.d8[:nb*8], a.q[:nb*32])
+				if math.Float32bits(out[r]) != math.Float32bits(want) {
+					t.Fatalf("cols %d vnni %v row %d: %g, want %g", cols, vnni, r, out[r], want)
+				}
+			}
+			if out[lo-1] != -7 || out[hi] != -7 {
+				t.Fatalf("cols %d vnni %v: rows outside [%d,%d) written", cols, vnni, lo, hi)
+			}
+		}
+	}
+}

@@ -58,3 +58,5 @@ func asmSoftmaxTile64(kq []float32, m *[64]float32, sums *[64]float64) bool { re
 
 func asmSumWords(w []uint64) (uint64, int) { return 0, 0 }
 func useAVX512Softmax() bool               { return false }
+
+func asmMatVecQ8_0(out []float32, w *Mat, a *qact, lo, hi int) bool { return false }

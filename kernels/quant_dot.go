@@ -217,6 +217,9 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 }
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
+	if n == 1 && asmMatVecQ8_0(out, w, a, lo, hi) { // decode: one call streams the rows (gemm_amd64.s)
+		return
+	}
 	if r4, n4 := asmQ8Tiles(out, w, a, n, lo, hi); r4 > lo { // AVX-512 VNNI tiles (gemm_amd64.s)
 		quantPairs(out, w, a, n4, n, lo, r4) // their rows' remaining tokens
 		lo = r4
