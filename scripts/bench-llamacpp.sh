@@ -6,7 +6,9 @@
 #   llama-bench -m M.gguf -t THREADS -p 128,512 -n GEN -r 1     (llama.cpp's own benchmark)
 #   tokenwise bench --model M.gguf --prompt-tokens 128 --gen-tokens GEN --json
 #   tokenwise bench --model M.gguf --prompt-tokens 512 --gen-tokens 1 --json
-# and prints the medians of pp128, pp512 and tg (tok/s) with the ratio tokenwise / llama.cpp.
+# and prints the medians of pp128, pp512 and tg (tok/s) with the ratio tokenwise / llama.cpp,
+# and tokenwise's effective decode bandwidth as a share of the machine's read bandwidth
+# (`tokenwise calibrate`'s read probe, the faster of a run before and one after the rounds).
 #
 # llama-bench is built from the llama.cpp source that node-llama-cpp ships as a git bundle
 # (scripts/setup-refs.sh installs it under .cache/refs), in $LLAMA_DIR (default
@@ -68,6 +70,13 @@ tokenizer_for() {
 	esac
 }
 
+read_gbs() {
+	"$tw" calibrate --out - --dtypes f32 --sweep-threads=false --threads "$THREADS" --repeats 3 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["calibration"][0]["read_gb_s"])'
+}
+read0=$(read_gbs)
+: >"$out/decode-gbs.txt"
+
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 printf '%-14s %-5s %-5s %12s %12s %8s\n' shape dtype test llama.cpp tokenwise ratio
@@ -92,7 +101,7 @@ for r in json.load(sys.stdin):
 				python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-print("tw pp128", r["prefill_tok_s"]); print("tw tg", r["decode_tok_s"])' >>"$out/runs.txt"
+print("tw pp128", r["prefill_tok_s"]); print("tw tg", r["decode_tok_s"]); print("tw gbs", r["decode_gb_s"])' >>"$out/runs.txt"
 			"$tw" bench --model "$m" --kv-cache-dtype f16 --threads "$THREADS" --prompt-tokens 512 --gen-tokens 1 --repeats 1 --json |
 				python3 -c '
 import json, sys
@@ -103,5 +112,13 @@ print("tw pp512", json.load(sys.stdin)["prefill_tok_s"])' >>"$out/runs.txt"
 			w=$(awk -v t="$test" '$1=="tw" && $2==t {print $3}' "$out/runs.txt" | median)
 			printf '%-14s %-5s %-5s %12.1f %12.1f %7.2fx\n' "$shape" "$dt" "$test" "$l" "$w" "$(echo "$w $l" | awk '{print $1/$2}')"
 		done
+		echo "$shape $dt $(awk '$1=="tw" && $2=="gbs" {print $3}' "$out/runs.txt" | median)" >>"$out/decode-gbs.txt"
 	done
 done
+read1=$(read_gbs)
+read=$(echo "$read0 $read1" | awk '{print ($1 > $2) ? $1 : $2}')
+echo
+echo "read bandwidth (calibrate's probe, $THREADS threads): $read0 GB/s before, $read1 after"
+while read -r shape dt gbs; do
+	printf '%-14s %-5s decode %6.1f GB/s = %3.0f%% of %.1f GB/s\n' "$shape" "$dt" "$gbs" "$(echo "$gbs $read" | awk '{print 100*$1/$2}')" "$read"
+done <"$out/decode-gbs.txt"
