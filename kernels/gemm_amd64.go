@@ -375,6 +375,12 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool {
 		matVecF16Z(&x[0], &w[0], len(out), cols, &out[0])
 		return true
 	}
+	if nacc == 4 {
+		matVecF16Y(&x[0], &w[0], len(out), cols, &out[0])
+		return true
+	}
+	// ggml's 16-lane order without AVX-512 instructions: TOKENWISE_NO_AVX512 on a CPU that
+	// has them, where llama.cpp would still use them.
 	attnScoresF16AVX2(&x[0], &w[0], nil, len(out), 2*cols, cols, nacc, 1, &out[0])
 	return true
 }
@@ -393,6 +399,9 @@ func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool {
 	quantQ8BlocksAVX512(&x[0], &q[0], &d[0], &sum[0], nb)
 	return true
 }
+
+//go:noescape
+func matVecF16Y(x *float32, w *uint16, n, cols int, out *float32)
 
 //go:noescape
 func matVecF16Z(x *float32, w *uint16, n, cols int, out *float32)
