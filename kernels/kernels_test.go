@@ -176,6 +176,34 @@ func TestPoolCoversRange(t *testing.T) {
 	}
 }
 
+// TestPoolRunChunks: every index is done exactly once, in ranges of at most chunk, by
+// workers in [0, Threads()), however the counter hands them out.
+func TestPoolRunChunks(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	for _, n := range []int{1, 2, 5, 12, 13, 100, 1000} {
+		for _, chunk := range []int{1, 4, 16, 2000} {
+			hits := make([]int32, n)
+			var mu sync.Mutex
+			p.RunChunks(n, chunk, func(worker, lo, hi int) {
+				if worker < 0 || worker >= 3 || hi-lo > chunk || lo >= hi {
+					t.Errorf("n=%d chunk=%d: worker %d range [%d,%d)", n, chunk, worker, lo, hi)
+				}
+				mu.Lock()
+				for i := lo; i < hi; i++ {
+					hits[i]++
+				}
+				mu.Unlock()
+			})
+			for i, h := range hits {
+				if h != 1 {
+					t.Fatalf("n=%d chunk=%d: index %d done %d times", n, chunk, i, h)
+				}
+			}
+		}
+	}
+}
+
 func TestRMSNorm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 5, 67} {

@@ -28,6 +28,9 @@ type Pool struct {
 	n       int
 	workers []*worker // workers[0] is unused: the caller is worker 0
 	pending atomic.Int32
+	_       [60]byte     // next is taken once per chunk by every worker: its own cache line
+	next    atomic.Int64 // RunChunks: the start of the next chunk to hand out
+	_       [56]byte
 	mu      sync.Mutex // one Run at a time; the workers' scratch buffers are not shared
 	closed  bool
 }
@@ -45,7 +48,23 @@ type worker struct {
 type task struct {
 	fn     func(worker, lo, hi int)
 	lo, hi int
+	chunk  int // > 0: [lo,hi) is taken chunk by chunk from Pool.next (RunChunks)
 	quit   bool
+}
+
+// exec runs t on worker w.
+func (p *Pool) exec(w int, t task) {
+	if t.chunk <= 0 {
+		t.fn(w, t.lo, t.hi)
+		return
+	}
+	for {
+		lo := int(p.next.Add(int64(t.chunk))) - t.chunk
+		if lo >= t.hi {
+			return
+		}
+		t.fn(w, lo, min(t.hi, lo+t.chunk))
+	}
 }
 
 // spinFor is how long an idle worker keeps polling before it parks: longer than the gaps
@@ -77,7 +96,7 @@ func (p *Pool) loop(w int, wk *worker) {
 		if t.quit {
 			return
 		}
-		t.fn(w, t.lo, t.hi)
+		p.exec(w, t)
 		p.pending.Add(-1)
 	}
 }
@@ -175,14 +194,45 @@ func (p *Pool) Run(n, align int, fn func(worker, lo, hi int)) {
 		lo = hi
 	}
 	first.fn(0, first.lo, first.hi)
-	// The others are running (or being woken): poll without yielding, which would take the
-	// scheduler's locks, unless they take long — then their goroutines may be waiting for
-	// a processor that this loop holds.
+	p.wait()
+}
+
+// wait returns once every posted task is done. The others are running (or being woken):
+// poll without yielding, which would take the scheduler's locks, unless they take long —
+// then their goroutines may be waiting for a processor that this loop holds.
+func (p *Pool) wait() {
 	for i := 1; p.pending.Load() != 0; i++ {
 		if i > 1<<14 && i%256 == 0 {
 			runtime.Gosched()
 		}
 	}
+}
+
+// RunChunks is Run with the work handed out dynamically, as ggml's thread pool does for a
+// matrix×vector product: every worker takes [lo, lo+chunk) ranges from a shared counter
+// until [0,n) is done, so a worker slowed by something else on its core (another process,
+// an interrupt) takes fewer and the others are not left waiting for it at the end.
+// fn must not depend on which worker runs a range.
+func (p *Pool) RunChunks(n, chunk int, fn func(worker, lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	chunk = max(1, chunk)
+	workers := min(p.n, (n+chunk-1)/chunk)
+	if workers <= 1 {
+		fn(0, 0, n)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next.Store(0)
+	p.pending.Store(int32(workers - 1))
+	t := task{fn: fn, lo: 0, hi: n, chunk: chunk}
+	for w := 1; w < workers; w++ {
+		p.workers[w].post(t)
+	}
+	p.exec(0, t)
+	p.wait()
 }
 
 // Close stops the workers. The pool must not be used afterwards.
