@@ -18,9 +18,6 @@ import (
 func block4x2AVX2(w *float32, n int, x *float32, acc *[64]float32)
 
 //go:noescape
-func dotQ8_0AVX2(row *byte, nb int, d8 *float32, q *int8, acc *[8]float32)
-
-//go:noescape
 func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
 
 //go:noescape
@@ -78,9 +75,8 @@ func asmDotQ8_0(row []byte, d8 []float32, q []int8) (v float32, ok bool) {
 		return 0, false
 	}
 	d8, q = d8[:nb*8], q[:nb*32]
-	var acc [8]float32
-	dotQ8_0AVX2(&row[0], nb, &d8[0], &q[0], &acc)
-	return hsum8(&acc), true
+	matVecQ8_0AVX2(&row[0], 1, nb, &d8[0], &q[0], &v, useVNNI)
+	return v, true
 }
 
 // TOKENWISE_NO_AVX512=1 keeps the assembly to AVX2 (the kernels of a CPU without AVX-512),
@@ -501,7 +497,7 @@ func asmSumWords(w []uint64) (sum uint64, n int) {
 func matVecQ8_0AVX2(w *byte, n, nb int, d8 *float32, q *int8, out *float32, vnni bool)
 
 // asmMatVecQ8_0 computes rows [lo,hi) of a Q8_0 matrix times one quantized activation row
-// into out[lo:hi] (dotQ8_0AVX2's bits); false where the assembly does not run.
+// into out[lo:hi] (asmDotQ8_0's bits, row by row); false where the assembly does not run.
 func asmMatVecQ8_0(out []float32, w *Mat, a *qact, lo, hi int) bool {
 	nb := w.Cols / 32
 	if !useAsmQ8 || w.DType != tensor.Q8_0 || nb == 0 || hi <= lo {

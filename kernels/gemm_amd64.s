@@ -62,54 +62,6 @@ done:
 	VZEROUPPER
 	RET
 
-// func dotQ8_0AVX2(row *byte, nb int, d8 *float32, q *int8, acc *[8]float32)
-//
-// One Q8_0 weight row (nb blocks of 34 bytes: f16 scale, 32 int8) times one Q8_0
-// activation row (q: 32 int8 per block; d8: the block's scale repeated in eight lanes),
-// in the lane arithmetic of ggml's AVX2 vec_dot_q8_0_q8_0: |w|·sign(x,w) byte products
-// summed in pairs (VPMADDUBSW; |w|·|x| ≤ 127·127, so the int16 pairs never saturate),
-// pairs of pairs (VPMADDWD), converted to float and fused-multiply-added with d_w·d_x into
-// eight lanes, which acc receives. The weight scale is widened by F16C (VCVTPH2PS) rather
-// than in integer arithmetic: about half the instructions of dotQ8_0Simd per block. A
-// software prefetch 1 KiB ahead keeps more of the weight stream in flight than the
-// hardware prefetchers alone: +15-20% decode tok/s on Qwen3-0.6B q8_0 (model
-// BenchmarkDecode, 2 threads; 512 bytes gave about +10%).
-TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-40
-	MOVQ row+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ d8+16(FP), R8
-	MOVQ q+24(FP), DI
-	MOVQ acc+32(FP), DX
-	VXORPS Y0, Y0, Y0
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW $15, Y15, Y15
-	TESTQ CX, CX
-	JZ q8done
-
-q8loop:
-	PREFETCHT0 1024(SI)
-	VMOVDQU 2(SI), Y1
-	VMOVDQU (DI), Y2
-	VPABSB Y1, Y3
-	VPSIGNB Y1, Y2, Y2
-	VPMADDUBSW Y2, Y3, Y3
-	VPMADDWD Y15, Y3, Y3
-	VCVTDQ2PS Y3, Y3
-	VPBROADCASTW (SI), X4
-	VCVTPH2PS X4, Y4
-	VMULPS (R8), Y4, Y4
-	VFMADD231PS Y4, Y3, Y0
-	ADDQ $34, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
-	DECQ CX
-	JNZ q8loop
-
-q8done:
-	VMOVUPS Y0, (DX)
-	VZEROUPPER
-	RET
-
 // func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
 //
 // Four f16 weight rows (row stride n) times x over the first n&^7 columns: per row, eight
@@ -639,7 +591,7 @@ mqdone:
 // nb×32 int8; d8 their block scales, eight copies per block, nb×8 floats per token). dw
 // holds the weight rows' scales as float32, four per block (dw[4b+r]). acc[8(4r+t):] gets
 // the eight lane sums of row r with token t, each lane exactly what ggml_vec_dot_q8_0_q8_0
-// accumulates (and dotQ8_0AVX2): per block, the integer sum of four byte products as a
+// accumulates (and matVecQ8_0AVX2): per block, the integer sum of four byte products as a
 // float, times dw·dx, fused-added. VPDPBUSD (AVX-512 VNNI) multiplies unsigned by signed
 // bytes, so the activations are offset to x+128 and each lane starts from −128·Σw of its
 // four weight bytes (another VPDPBUSD, of 0x80 bytes with w): the integer sums come out
@@ -2302,11 +2254,13 @@ swysum:
 	VZEROUPPER
 	RET
 
-// Q8BLOCK is one Q8_0 block of the weight row at SI times the activation block at DI (d8 at
-// R8: its scale in eight lanes), fused-multiply-added into Y0 in ggml's AVX2
-// vec_dot_q8_0_q8_0 lane arithmetic (see dotQ8_0AVX2). DOT4 makes the eight int32 lanes of
-// |w|·sign(x,w): VPMADDUBSW then VPMADDWD against ones (Y15), or one VPDPBUSD on VNNI CPUs,
-// the same exact integers.
+// Q8BLOCK is one Q8_0 block of the weight row at SI (34 bytes: f16 scale, 32 int8) times
+// the activation block at DI (32 int8; d8 at R8: its scale in eight lanes), in the lane
+// arithmetic of ggml's AVX2 vec_dot_q8_0_q8_0: DOT4 makes the eight int32 lanes of
+// |w|·sign(x,w), each the sum of four byte products — VPMADDUBSW then VPMADDWD against ones
+// (Y15; |w|·|x| ≤ 127·127, so the int16 pairs never saturate), or one VPDPBUSD on VNNI CPUs,
+// the same exact integers — converted to float and fused-multiply-added with d_w·d_x into
+// Y0. The weight scale is widened by F16C (VCVTPH2PS) rather than in integer arithmetic.
 #define Q8BLOCK(DOT4) \
 	PREFETCHT1 DECODE_PF(SI) \
 	VMOVDQU 2(SI), Y1 \
@@ -2344,11 +2298,12 @@ swysum:
 
 // func matVecQ8_0AVX2(w *byte, n, nb int, d8 *float32, q *int8, out *float32, vnni bool)
 //
-// The Q8_0 decode product: n consecutive weight rows of nb blocks times one Q8_0 activation
-// row, out[r] = dotQ8_0AVX2's sum, bit for bit. One call streams all the rows (as
-// matVecF16Z) with the prefetch into L2 DECODE_PF ahead: the step's Q8_0 products went from
-// 40-42 to 31-34 ms against dotQ8_0AVX2 called row by row (Qwen3-0.6B shapes, alternated
-// in one process); VPDPBUSD was within noise of the two-instruction dot.
+// n consecutive Q8_0 weight rows of nb blocks times one Q8_0 activation row: out[r] is
+// row r's Q8BLOCK lanes, added in hsum8's order (ggml's hsum_float_8). The decode product
+// calls it once for all its rows (as matVecF16Z), with the prefetch into L2 DECODE_PF
+// ahead: the step's Q8_0 products went from 40-42 to 31-34 ms against a one-row kernel
+// called row by row from Go (Qwen3-0.6B shapes, alternated in one process); VPDPBUSD was
+// within noise of the two-instruction dot. asmDotQ8_0 is this with n = 1.
 TEXT ·matVecQ8_0AVX2(SB), NOSPLIT, $0-49
 	MOVQ w+0(FP), SI
 	MOVQ n+8(FP), R9

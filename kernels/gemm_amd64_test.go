@@ -192,8 +192,9 @@ func TestSumWordsAVX2(t *testing.T) {
 }
 
 // TestMatVecQ8_0Stream: the Q8_0 decode product (one call over the rows, matVecQ8_0AVX2)
-// gives dotQ8_0AVX2's bits row by row, with VPDPBUSD and with VPMADDUBSW/VPMADDWD, and
-// leaves the rows outside [lo,hi) alone.
+// gives the Go reference's bits (dotQ8_0Act, ggml's lane order) row by row, with VPDPBUSD
+// and with VPMADDUBSW/VPMADDWD, for weights of -128 too, and leaves the rows outside
+// [lo,hi) alone.
 func TestMatVecQ8_0Stream(t *testing.T) {
 	if !useAsmQ8 {
 		t.Skip("no F16C/AVX2 assembly")
@@ -203,6 +204,9 @@ func TestMatVecQ8_0Stream(t *testing.T) {
 	for _, cols := range []int{32, 96, 1024} {
 		const rows = 13
 		w, _ := randMat(t, rng, tensor.Q8_0, rows, cols)
+		for b := 0; b < len(w.Data); b += 34 * 5 { // a few -128 quants (a GGUF may hold them)
+			w.Data[b+2+b%32] = 0x80
+		}
 		x := randVec(rng, cols)
 		var a qact
 		a.quantize(x, false)
@@ -216,7 +220,7 @@ func TestMatVecQ8_0Stream(t *testing.T) {
 				t.Fatal("asmMatVecQ8_0 did not run")
 			}
 			for r := lo; r < hi; r++ {
-				want, _ := asmDotQ8_0(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], a.d8[:nb*8], a.q[:nb*32])
+				want := dotQ8_0Act(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], a.d[:nb], a.q[:nb*32])
 				if math.Float32bits(out[r]) != math.Float32bits(want) {
 					t.Fatalf("cols %d vnni %v row %d: %g, want %g", cols, vnni, r, out[r], want)
 				}
