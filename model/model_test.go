@@ -122,6 +122,35 @@ func closeLogits(t *testing.T, what string, got []float32, want []float64, tol f
 
 var testPrompt = []int{5, 17, 3, 42, 8, 11, 29, 30, 1}
 
+// followReference prefills prompt into a new sequence of m, then decodes steps greedy tokens:
+// after the prefill and every step the logits must be within tol of the float64 reference
+// fed the same tokens, and both must pick the same next token. what prefixes the failures.
+func followReference(t *testing.T, m *Model, ref *refModel, prompt []int, steps int, tol float64, what string) *Sequence {
+	t.Helper()
+	s := m.NewSequence(0)
+	logits, err := m.Prefill(s, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []float64
+	for _, id := range prompt {
+		want = ref.step(id)
+	}
+	closeLogits(t, what+"prefill", logits, want, tol)
+	for step := range steps {
+		tok, refTok := argmax(logits), argmax(want)
+		if tok != refTok {
+			t.Fatalf("%sstep %d: greedy token %d, reference %d", what, step, tok, refTok)
+		}
+		if logits, err = m.Decode(s, tok); err != nil {
+			t.Fatal(err)
+		}
+		want = ref.step(tok)
+		closeLogits(t, fmt.Sprintf("%sdecode step %d", what, step), logits, want, tol)
+	}
+	return s
+}
+
 // TestForwardMatchesReference: prefill, then 32 greedy decode steps, against the float64
 // reference fed the same tokens one by one.
 func TestForwardMatchesReference(t *testing.T) {
@@ -133,27 +162,7 @@ func TestForwardMatchesReference(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("%s/%v/threads=%d", name, dt, threads), func(t *testing.T) {
 					m, ref, _ := testModel(t, name, dt, threads)
-					s := m.NewSequence(0)
-					logits, err := m.Prefill(s, testPrompt)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var want []float64
-					for _, id := range testPrompt {
-						want = ref.step(id)
-					}
-					closeLogits(t, "prefill", logits, want, activationTol[dt])
-					for step := range 32 {
-						tok, refTok := argmax(logits), argmax(want)
-						if tok != refTok {
-							t.Fatalf("step %d: greedy token %d, reference %d", step, tok, refTok)
-						}
-						if logits, err = m.Decode(s, tok); err != nil {
-							t.Fatal(err)
-						}
-						want = ref.step(tok)
-						closeLogits(t, fmt.Sprintf("decode step %d", step), logits, want, activationTol[dt])
-					}
+					s := followReference(t, m, ref, testPrompt, 32, activationTol[dt], "")
 					if s.Len() != len(testPrompt)+32 {
 						t.Fatalf("Len %d", s.Len())
 					}
@@ -182,27 +191,7 @@ func TestF16KVMatchesReference(t *testing.T) {
 				if got, want := m.KVBytesPerToken(), KVBytesPerToken(m.Config())/2; got != want {
 					t.Fatalf("KVBytesPerToken %d with an f16 cache, want %d", got, want)
 				}
-				s := m.NewSequence(0)
-				logits, err := m.Prefill(s, testPrompt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want []float64
-				for _, id := range testPrompt {
-					want = ref.step(id)
-				}
-				closeLogits(t, "f16 KV prefill", logits, want, kvF16Tol)
-				for step := range 32 {
-					tok, refTok := argmax(logits), argmax(want)
-					if tok != refTok {
-						t.Fatalf("step %d: greedy token %d, reference %d", step, tok, refTok)
-					}
-					if logits, err = m.Decode(s, tok); err != nil {
-						t.Fatal(err)
-					}
-					want = ref.step(tok)
-					closeLogits(t, fmt.Sprintf("f16 KV decode step %d", step), logits, want, kvF16Tol)
-				}
+				followReference(t, m, ref, testPrompt, 32, kvF16Tol, "f16 KV ")
 			})
 		}
 	}
@@ -220,27 +209,7 @@ func TestF16KVTiledMatchesReference(t *testing.T) {
 			if kernels.TiledAttnOK(m.Config().HeadDim) {
 				tiled++
 			}
-			s := m.NewSequence(0)
-			logits, err := m.Prefill(s, prompt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []float64
-			for _, id := range prompt {
-				want = ref.step(id)
-			}
-			closeLogits(t, "tiled f16 KV prefill", logits, want, kvF16Tol)
-			for step := range 8 {
-				tok := argmax(logits)
-				if refTok := argmax(want); tok != refTok {
-					t.Fatalf("step %d: greedy token %d, reference %d", step, tok, refTok)
-				}
-				if logits, err = m.Decode(s, tok); err != nil {
-					t.Fatal(err)
-				}
-				want = ref.step(tok)
-				closeLogits(t, fmt.Sprintf("f16 KV decode step %d after a tiled prefill", step), logits, want, kvF16Tol)
-			}
+			followReference(t, m, ref, prompt, 8, kvF16Tol, "tiled f16 KV ")
 		})
 	}
 	if tiled == 0 {
