@@ -94,6 +94,7 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 			runtime.GOOS, runtime.GOARCH, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"), o.Clock),
 		Clock:             o.Clock,
 		MemGB:             memTotalGB(),
+		LLCMiB:            lastLevelCacheMiB(sysCPUCache),
 		Interconnect:      Interconnect{Name: "none"},
 		ComputeEfficiency: 1, MemoryEfficiency: 1,
 	}
@@ -114,6 +115,9 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&arena[0])), len(arena)/8)
 	for i := range words {
 		words[i] = uint64(i) // touch every page so the sweep measures memory, not page faults
+	}
+	if p.LLCMiB > 0 {
+		logf("last-level cache %d MiB: decode sets from %d MiB on are predicted at the memory rate\n", p.LLCMiB, p.LLCMiB/2)
 	}
 	for _, t := range o.Threads {
 		tr := ThreadRates{Threads: t, Kernels: map[string]KernelRates{}}
@@ -152,7 +156,7 @@ func Calibrate(o CalibrateOptions) (*Profile, error) {
 			})}
 			var err error
 			if k.CallUs, err = callUs(pool, s, dt, kb.big.Data, o.Clock, t); err == nil {
-				if k.MatVec, err = matVecGrid(pool, s, dt, kb.big.Data, o.ReadMiB, k.CallUs, o.Clock, t, (o.Repeats+1)/2); err == nil {
+				if k.MatVec, err = matVecGrid(pool, s, dt, kb.big.Data, o.ReadMiB, p.LLCMiB, k.CallUs, o.Clock, t, (o.Repeats+1)/2); err == nil {
 					k.MatMul, err = matMulGrid(pool, s, dt, kb.big.Data, o.Clock, t, (o.Repeats+1)/2)
 				}
 			}
@@ -405,4 +409,51 @@ func memTotalGB() float64 {
 		}
 	}
 	return 0
+}
+
+// sysCPUCache is where Linux describes CPU 0's caches, one indexN folder per cache.
+const sysCPUCache = "/sys/devices/system/cpu/cpu0/cache"
+
+// lastLevelCacheMiB is the size of the highest-level data or unified cache under dir (a
+// sysfs cache folder: indexN/level, indexN/type and indexN/size such as "266240K"), or 0
+// where there is none to read (other systems, containers that hide sysfs).
+func lastLevelCacheMiB(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	level, kib := 0, 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "index") {
+			continue
+		}
+		read := func(f string) string {
+			b, _ := os.ReadFile(dir + "/" + e.Name() + "/" + f)
+			return strings.TrimSpace(string(b))
+		}
+		if read("type") == "Instruction" {
+			continue
+		}
+		var l, n int
+		var unit string
+		if _, err := fmt.Sscanf(read("level"), "%d", &l); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscanf(read("size"), "%d%s", &n, &unit); err != nil {
+			continue
+		}
+		switch unit {
+		case "K":
+		case "M":
+			n <<= 10
+		case "G":
+			n <<= 20
+		default:
+			continue
+		}
+		if l > level || l == level && n > kib {
+			level, kib = l, n
+		}
+	}
+	return kib >> 10
 }

@@ -22,8 +22,10 @@ var matVecCols = []int{576, 1024, 2048, 8192}
 
 // matVecSetsMiB are the weights cycled through per pass, besides ReadMiB (memory): a
 // decode step streams all of a model's weights once, and a small model's stay partly in
-// the last-level cache between steps (this project's Xeon reports 260 MiB of L3).
-var matVecSetsMiB = []int{32, 128, 256}
+// the last-level cache between steps (this project's Xeon reports 260 MiB of L3). Sets of
+// half the last-level cache or more are not measured: predictions take the memory rate
+// there (Rates.matVecBW says why).
+var matVecSetsMiB = []int{32, 128}
 
 // matVecMatrixMiB is the size of each matrix the sets are made of: a layer's projections
 // are 0.2-33 MB; a few MiB keeps per-call costs (measured apart) a small correction.
@@ -112,10 +114,10 @@ func callUs(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []byte
 // made of matVecMatrixMiB matrices cut from data (whose rows were built from random rows, so
 // any cut is valid weights: every dtype's element or block boundaries fall on row widths that
 // are multiples of 32). The per-call cost is taken out, since engine.go adds it per call.
-func matVecGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []byte, readMiB int, call float64, clock string, threads, repeats int) ([]MatVecRate, error) {
+func matVecGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []byte, readMiB, llcMiB int, call float64, clock string, threads, repeats int) ([]MatVecRate, error) {
 	var sets []int
 	for _, m := range matVecSetsMiB {
-		if m < readMiB {
+		if m < readMiB && (llcMiB <= 0 || 2*m < llcMiB) {
 			sets = append(sets, m)
 		}
 	}

@@ -263,13 +263,37 @@ func (e *EngineCosts) attn(hd int, kv Precision) (perPos, perHead float64) {
 // matVecBW is the streaming rate (bytes/s) of a product with rows of cols weights when a
 // pass cycles through set bytes of weights: interpolated in log(cols), then in log(set),
 // flat beyond the measured range.
+//
+// Where the last-level cache is known, a set of half of it or more is predicted at the
+// memory rate (the largest set measured), whatever the table says between: a pass streams
+// its weights in the same order every step, so a set near the cache's size evicts itself
+// (each line is gone by the time the next step wants it), and the cache is shared with the
+// KV cache, the activations, the other cores and, on a cloud host, other tenants. On this
+// project's Xeon (260 MiB of L3) the f16 product over 576-wide rows cycling 128-256 MiB ran
+// at 15-18 GB/s in one sweep and 24-28 GB/s in the next, minutes apart, against 21-25 GB/s
+// over 512 MiB; SmolLM2-135M's 256 MiB of weights ran at the memory rate while a
+// calibration that happened to find the cache quiet measured 33-42 GB/s for its size, and
+// predicted its decode 1.3-1.6 times too fast.
 func (r Rates) matVecBW(cols int, set float64) float64 {
 	if len(r.MatVec) == 0 {
 		return r.WeightBW
 	}
-	pts := make([]gridPoint, len(r.MatVec))
-	for i, m := range r.MatVec {
-		pts[i] = gridPoint{outer: float64(m.SetMiB) * (1 << 20), inner: float64(m.Cols), v: m.GBs * 1e9}
+	memSet := 0
+	for _, m := range r.MatVec {
+		memSet = max(memSet, m.SetMiB)
+	}
+	half := r.LLCBytes / 2
+	pts := make([]gridPoint, 0, len(r.MatVec)+4)
+	for _, m := range r.MatVec {
+		at := float64(m.SetMiB) * (1 << 20)
+		switch {
+		case half <= 0 || m.SetMiB == memSet && at <= half:
+		case m.SetMiB == memSet:
+			at = half // the memory rate from half the cache on
+		case at >= half:
+			continue // cached sets measured at or beyond the cut
+		}
+		pts = append(pts, gridPoint{outer: at, inner: float64(m.Cols), v: m.GBs * 1e9})
 	}
 	return interpGrid(pts, set, float64(cols))
 }

@@ -2,10 +2,12 @@ package cost
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -181,6 +183,24 @@ func TestEngineInterpolation(t *testing.T) {
 			t.Errorf("matvec at %d cols over %g MiB: %g GB/s, want %g", c.cols, c.mib, got, c.gbs)
 		}
 	}
+	// With a 160 MiB last-level cache, 80 MiB and more stream at the memory rate (the
+	// 512 MiB row); below, the table is interpolated up to the memory rate at 80 MiB.
+	c := r
+	c.MatVec = append(slices.Clone(r.MatVec), MatVecRate{576, 128, 40}, MatVecRate{576, 8, 30})
+	c.LLCBytes = 160 << 20
+	for _, k := range []struct{ mib, gbs float64 }{
+		{8, 30}, {32, 20}, {80, 10}, {128, 10}, {300, 10}, {4096, 10},
+		{32 * math.Sqrt(80.0/32), 15}, // half way in log from 32 MiB to the cut
+	} {
+		if got := c.matVecBW(576, k.mib*(1<<20)) / 1e9; !near(got, k.gbs, 0.002) {
+			t.Errorf("160 MiB cache: matvec at 576 cols over %g MiB: %g GB/s, want %g", k.mib, got, k.gbs)
+		}
+	}
+	// Without the cache size the 128 MiB measurement counts.
+	c.LLCBytes = 0
+	if got := c.matVecBW(576, 128<<20) / 1e9; !near(got, 40, 0.002) {
+		t.Errorf("unknown cache: matvec at 576 cols over 128 MiB: %g GB/s, want the measured 40", got)
+	}
 	r.MatMul = []MatMulRate{{Cols: 1024, Tokens: 4, GFLOPS: 10}, {Cols: 1024, Tokens: 64, GFLOPS: 50}}
 	if got := r.matMulFLOPS(16, 1024) / 1e9; !near(got, 30, 1e-9) {
 		t.Errorf("matmul at 16 tokens: %g GFLOP/s, want 30 (half way in log tokens)", got)
@@ -349,5 +369,31 @@ func TestEngineTiledAttention(t *testing.T) {
 				t.Errorf("n %d ctx %d: tiled pass %g s, per-position %g s: difference %g, want %g", c.n, c.ctx, got.Seconds, base.Seconds, got.Seconds-base.Seconds, d)
 			}
 		}
+	}
+}
+
+// The last-level cache is the highest-level data or unified cache in sysfs's layout;
+// instruction caches and unreadable entries are skipped.
+func TestLastLevelCache(t *testing.T) {
+	dir := t.TempDir()
+	for i, c := range []struct{ level, typ, size string }{
+		{"1", "Data", "48K"}, {"1", "Instruction", "32K"}, {"2", "Unified", "2048K"},
+		{"3", "Unified", "266240K"}, {"3", "Instruction", "999M"}, {"4", "Unified", "bogus"},
+	} {
+		d := filepath.Join(dir, "index"+string(rune('0'+i)))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f, v := range map[string]string{"level": c.level, "type": c.typ, "size": c.size} {
+			if err := os.WriteFile(filepath.Join(d, f), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := lastLevelCacheMiB(dir); got != 260 {
+		t.Errorf("last-level cache %d MiB, want 260", got)
+	}
+	if got := lastLevelCacheMiB(filepath.Join(dir, "missing")); got != 0 {
+		t.Errorf("no sysfs: %d MiB, want 0", got)
 	}
 }

@@ -38,6 +38,10 @@ type Profile struct {
 	Calibration []ThreadRates `json:"calibration,omitempty"`
 	// Clock says how the kernel rates were timed: "wall" or "cpu" (CPU time per thread).
 	Clock string `json:"clock,omitempty"`
+	// LLCMiB is the last-level cache as the operating system reports it (calibrate; 0 where
+	// unknown). Weights cycled through per step beyond half of it are predicted at the
+	// memory rate (Rates.matVecBW).
+	LLCMiB int `json:"llc_mib,omitempty"`
 }
 
 // Interconnect is how devices of this kind talk to each other.
@@ -189,6 +193,8 @@ type Rates struct {
 	MatMul []MatMulRate `json:"matmul,omitempty"`
 	CallUs float64      `json:"call_us,omitempty"`
 	Engine *EngineCosts `json:"engine,omitempty"`
+	// LLCBytes is the profile's last-level cache (0: unknown).
+	LLCBytes float64 `json:"llc_bytes,omitempty"`
 }
 
 // forBatch is the rates for a pass of `tokens` tokens per weight read: one token runs the
@@ -263,6 +269,7 @@ func (p *Profile) Rates(dt Precision, threads int) (Rates, error) {
 		}
 		if len(k.MatVec) > 0 && c.Engine != nil {
 			r.MatVec, r.MatMul, r.CallUs, r.Engine = k.MatVec, k.MatMul, k.CallUs, c.Engine
+			r.LLCBytes = float64(p.LLCMiB) * (1 << 20)
 			r.Basis += ", engine calls timed one by one"
 		}
 	}
