@@ -42,10 +42,6 @@ var matMulTokens = []int{4, 16, 64, 256}
 
 const matMulRows = 2048
 
-// matMulSetMiB is the weights the big matrices of the prefill measurement cycle through:
-// well beyond the L2 caches, so that the rate includes fetching the weights once per pass.
-const matMulSetMiB = 32
-
 // minTimed is how long one timing runs at least: long enough for the clock and a few
 // scheduler ticks to wash out, short enough that a calibration takes seconds.
 const minTimed = 0.01
@@ -162,9 +158,14 @@ func matMulGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []
 			return nil, err
 		}
 		rows := max(8, min(matMulRows, len(data)/rb)/8*8)
-		// As in a prefill, whose pass reads each layer's weights once, the weights come from
-		// beyond the core's caches: the big matrices cycle through matMulSetMiB.
-		bigs := make([]kernels.Mat, max(1, min(matMulSetMiB<<20, len(data))/(rows*rb)))
+		// As in a prefill, whose pass reads each layer's weights once from memory, each call
+		// takes the next of the matrices that fill data (--read-mib, beyond the last-level
+		// cache), so its weights have been evicted since their last turn and the rate
+		// includes fetching them (for f16 and bf16, widening them to float32 block by block
+		// before the tiles reuse them). An earlier version cycled through 32 MiB, which this
+		// machine's 260 MiB L3 holds: a 32-token SmolLM2-135M prefill, whose products
+		// widen each weight for only 32 tokens, was predicted 1.25-1.6 times too fast.
+		bigs := make([]kernels.Mat, max(1, len(data)/(rows*rb)))
 		for i := range bigs {
 			if bigs[i], err = kernels.NewMat(dt, rows, cols, data[i*rows*rb:(i+1)*rows*rb]); err != nil {
 				return nil, err
@@ -180,11 +181,11 @@ func matMulGrid(pool *kernels.Pool, s *kernels.Scratch, dt tensor.DType, data []
 		}
 		x, y := randomVec(maxT*cols, int64(cols)+1), make([]float32, maxT*rows)
 		for _, t := range matMulTokens {
+			next := 0
 			sb := fastestCall(clock, threads, repeats, func() {
-				for i := range bigs {
-					kernels.MatMul(pool, y, &bigs[i], x, t, s)
-				}
-			}) / float64(len(bigs))
+				kernels.MatMul(pool, y, &bigs[next], x, t, s)
+				next = (next + 1) % len(bigs)
+			})
 			ss := shortCall(clock, threads, func() { kernels.MatMul(pool, y, &small, x, t, s) })
 			// Time = call + rows × per-row; noise can make the difference of the two
 			// timings meaningless, then the whole time counts per row.
