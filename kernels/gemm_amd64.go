@@ -287,7 +287,7 @@ func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) {
 }
 
 //go:noescape
-func tile4x4F32Z(w *float32, cols int, x *[4]*float32, out *[16]float32)
+func tile4x4F32Z(w *float32, stride, cols int, x *[4]*float32, acc *[256]float32, mode int, out *[16]float32)
 
 // useAVX512Tile enables the 16-lane float32 prefill tile (tile4x4F32Z).
 var useAVX512Tile = useAsmGEMM && hasAVX512 && cpu.X86.HasAVX512F
@@ -296,7 +296,12 @@ var useAVX512Tile = useAsmGEMM && hasAVX512 && cpu.X86.HasAVX512F
 // 16-lane accumulators (a last partial tile repeats its last token), writing the first nr
 // of columns r..r+3 of out; it reports false where it does not apply (no AVX-512, cols not
 // a multiple of 16). Each value is dotLanes16 of its row and token.
-func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int) bool {
+//
+// Rows longer than tileCols are done tileCols columns at a time for every token before the
+// next chunk, the accumulators of each 4-token tile parked in acc (tileAccLen(n) floats)
+// between chunks: the four rows' chunk then stays in L1 while the tokens stream past, where
+// four whole rows of 3072 or 8192 floats (48 or 128 KiB) would not fit beside the tokens'.
+func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int, acc []float32) bool {
 	if !useAVX512Tile || cols%16 != 0 || cols == 0 || n == 0 {
 		return false
 	}
@@ -304,15 +309,37 @@ func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int) bool {
 	x = x[:n*cols]
 	var xp [4]*float32
 	var res [16]float32
-	for t := 0; t < n; t += 4 {
-		for j := range 4 {
-			xp[j] = &x[min(t+j, n-1)*cols]
+	kc := cols
+	if cols > tileCols && len(acc) >= tileAccLen(n) {
+		kc = tileCols
+	}
+	for k0 := 0; k0 < cols; k0 += kc {
+		k := min(kc, cols-k0)
+		last := k0+k == cols
+		mode := 0
+		if k0 > 0 {
+			mode |= 1 // continue from the saved accumulators
 		}
-		tile4x4F32Z(&w[0], cols, &xp, &res)
-		for j := range min(4, n-t) {
-			o := out[(t+j)*rows+r : (t+j)*rows+r+nr]
-			for k := range o {
-				o[k] = res[4*k+j]
+		if !last {
+			mode |= 2 // save them for the next chunk
+		}
+		for t := 0; t < n; t += 4 {
+			for j := range 4 {
+				xp[j] = &x[min(t+j, n-1)*cols+k0]
+			}
+			var a *[256]float32
+			if mode != 0 {
+				a = (*[256]float32)(acc[t/4*256:])
+			}
+			tile4x4F32Z(&w[k0], cols, k, &xp, a, mode, &res)
+			if !last {
+				continue
+			}
+			for j := range min(4, n-t) {
+				o := out[(t+j)*rows+r : (t+j)*rows+r+nr]
+				for k := range o {
+					o[k] = res[4*k+j]
+				}
 			}
 		}
 	}

@@ -791,28 +791,56 @@ q8tstore:
 	VZEROUPPER
 	RET
 
-// func tile4x4F32Z(w *float32, cols int, x *[4]*float32, out *[16]float32)
+// func tile4x4F32Z(w *float32, stride, cols int, x *[4]*float32, acc *[256]float32, mode int, out *[16]float32)
 //
-// Four weight rows (w, cols floats apart) times four tokens (x[t]) over cols columns (a
+// Four weight rows (w, stride floats apart) times four tokens (x[t]) over cols columns (a
 // multiple of 16), for AVX-512 CPUs: one 16-lane accumulator per row and token, fused
 // multiply-adds over the columns in order, then _mm512_reduce_add_ps's tree (halves of 8,
 // of 4, then (l0+l2)+(l1+l3)) — the arithmetic of llama.cpp's AVX-512 sgemm (tinyBLAS) for
 // f16 weights. out[4r+t] gets row r times token t. Sixteen accumulators, four weight and four
 // token registers: per 16 columns eight loads feed sixteen FMAs, twice the work per load
 // and per instruction of the 8-lane 4×2 tile.
-TEXT ·tile4x4F32Z(SB), NOSPLIT, $0-32
+//
+// A long row is done in chunks of columns (asmTiles4x4), so that four rows' chunk stays in
+// L1 while every token of the block passes: mode bit 0 starts from the sixteen accumulators
+// saved in acc (acc[16(4r+t)+lane]) instead of zeros, bit 1 saves them there instead of
+// reducing into out. Every lane then adds the same products in the same order as one pass.
+TEXT ·tile4x4F32Z(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
-	MOVQ cols+8(FP), CX
-	MOVQ x+16(FP), DX
+	MOVQ stride+8(FP), R8
+	MOVQ cols+16(FP), CX
+	MOVQ x+24(FP), DX
 	MOVQ 0(DX), R12
 	MOVQ 8(DX), R13
 	MOVQ 16(DX), R14
 	MOVQ 24(DX), R15
-	MOVQ CX, R8
 	SHLQ $2, R8
 	LEAQ (SI)(R8*1), R9
 	LEAQ (R9)(R8*1), R10
 	LEAQ (R10)(R8*1), R11
+	MOVQ acc+32(FP), BX
+	MOVQ mode+40(FP), DI
+	TESTQ $1, DI
+	JZ zzero
+	VMOVUPS 0(BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS 128(BX), Z2
+	VMOVUPS 192(BX), Z3
+	VMOVUPS 256(BX), Z4
+	VMOVUPS 320(BX), Z5
+	VMOVUPS 384(BX), Z6
+	VMOVUPS 448(BX), Z7
+	VMOVUPS 512(BX), Z8
+	VMOVUPS 576(BX), Z9
+	VMOVUPS 640(BX), Z10
+	VMOVUPS 704(BX), Z11
+	VMOVUPS 768(BX), Z12
+	VMOVUPS 832(BX), Z13
+	VMOVUPS 896(BX), Z14
+	VMOVUPS 960(BX), Z15
+	JMP zstart
+
+zzero:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -829,6 +857,8 @@ TEXT ·tile4x4F32Z(SB), NOSPLIT, $0-32
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+
+zstart:
 	XORQ AX, AX
 	SHRQ $4, CX
 	JZ zred
@@ -863,7 +893,30 @@ zloop:
 	JNZ zloop
 
 zred:
-	MOVQ out+24(FP), DI
+	MOVQ mode+40(FP), DI
+	TESTQ $2, DI
+	JZ zreduce
+	VMOVUPS Z0, 0(BX)
+	VMOVUPS Z1, 64(BX)
+	VMOVUPS Z2, 128(BX)
+	VMOVUPS Z3, 192(BX)
+	VMOVUPS Z4, 256(BX)
+	VMOVUPS Z5, 320(BX)
+	VMOVUPS Z6, 384(BX)
+	VMOVUPS Z7, 448(BX)
+	VMOVUPS Z8, 512(BX)
+	VMOVUPS Z9, 576(BX)
+	VMOVUPS Z10, 640(BX)
+	VMOVUPS Z11, 704(BX)
+	VMOVUPS Z12, 768(BX)
+	VMOVUPS Z13, 832(BX)
+	VMOVUPS Z14, 896(BX)
+	VMOVUPS Z15, 960(BX)
+	VZEROUPPER
+	RET
+
+zreduce:
+	MOVQ out+48(FP), DI
 	VEXTRACTF64X4 $1, Z0, Y16
 	VADDPS Y16, Y0, Y16
 	VEXTRACTF32X4 $1, Y16, X17

@@ -78,19 +78,32 @@ func TestTile4x4F32Z(t *testing.T) {
 		t.Skip("no AVX-512 on this CPU (or TOKENWISE_NO_ASM)")
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, cols := range []int{16, 48, 1024} {
-		for _, n := range []int{1, 3, 4, 9} {
-			const rows = 8
-			w, x := randVec(rng, 4*cols), randVec(rng, n*cols)
-			out := make([]float32, n*rows)
-			if !asmTiles4x4(out, w, x, n, cols, rows, 4, 4) {
-				t.Fatal("asmTiles4x4 declined a multiple of 16 columns")
-			}
-			for tk := range n {
-				for k := range 4 {
-					want := dotLanes16(w[k*cols:(k+1)*cols], x[tk*cols:(tk+1)*cols])
-					if g := out[tk*rows+4+k]; math.Float32bits(g) != math.Float32bits(want) {
-						t.Fatalf("cols %d n %d: token %d row %d: %g, want %g", cols, n, tk, k, g, want)
+	defer func(c int) { tileCols = c }(tileCols)
+	// Rows taken whole, and in chunks of 32 or 48 columns (the last one shorter where 48
+	// does not divide the row) with the accumulators parked in between; without room to
+	// park them (acc nil) rows are taken whole.
+	for _, chunk := range []int{1024, 32, 48} {
+		tileCols = chunk
+		for _, cols := range []int{16, 48, 1024, 1040} {
+			for _, n := range []int{1, 3, 4, 9} {
+				for _, park := range []bool{true, false} {
+					const rows = 8
+					w, x := randVec(rng, 4*cols), randVec(rng, n*cols)
+					out := make([]float32, n*rows)
+					var acc []float32
+					if park {
+						acc = make([]float32, tileAccLen(n))
+					}
+					if !asmTiles4x4(out, w, x, n, cols, rows, 4, 4, acc) {
+						t.Fatal("asmTiles4x4 declined a multiple of 16 columns")
+					}
+					for tk := range n {
+						for k := range 4 {
+							want := dotLanes16(w[k*cols:(k+1)*cols], x[tk*cols:(tk+1)*cols])
+							if g := out[tk*rows+4+k]; math.Float32bits(g) != math.Float32bits(want) {
+								t.Fatalf("chunks of %d, cols %d n %d, acc %v: token %d row %d: %g, want %g", chunk, cols, n, park, tk, k, g, want)
+							}
+						}
 					}
 				}
 			}

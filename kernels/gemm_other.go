@@ -28,7 +28,7 @@ func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, 
 
 func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) { return lo, 0 }
 
-func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int) bool { return false }
+func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int, acc []float32) bool { return false }
 
 func asmWidenBF16(dst []float32, src []uint16) int { return 0 }
 

@@ -21,9 +21,18 @@ const blockBytes = 384 << 10
 // blockRows is how many weight rows (a multiple of 4) matMulRows takes at a time.
 func blockRows(cols int) int { return max(4, blockBytes/(4*cols)&^3) }
 
-// matMulBufLen is the scratch matMulRows needs per worker: a block of rows, and four more
-// for a padded last tile.
-func matMulBufLen(cols int) int { return (blockRows(cols) + 4) * cols }
+// matMulBufLen is the scratch matMulRows needs per worker: a block of rows, four more for a
+// padded last tile, and the parked accumulators of a token block's tiles (asmTiles4x4).
+func matMulBufLen(cols int) int { return (blockRows(cols)+4)*cols + tileAccLen(blockRows(cols)) }
+
+// tileCols is how many columns of four weight rows the AVX-512 prefill tile takes at a
+// time (asmTiles4x4): 4 rows × 1024 floats is 16 KiB, a third of this Xeon's 48 KiB L1
+// data cache, the tokens' chunks passing through the rest.
+var tileCols = 1024
+
+// tileAccLen is the floats asmTiles4x4 parks accumulators in for n tokens: 16 registers of
+// 16 lanes per 4-token tile.
+func tileAccLen(n int) int { return (n + 3) / 4 * 256 }
 
 // matMulRows computes rows [lo,hi) of w for all n tokens; buf holds matMulBufLen(Cols) floats.
 func matMulRows(out []float32, w *Mat, x []float32, n, lo, hi int, buf []float32) {
@@ -46,18 +55,18 @@ func matMulRows(out []float32, w *Mat, x []float32, n, lo, hi int, buf []float32
 			xs, os := x[t0*cols:(t0+nt)*cols], out[t0*rows:(t0+nt)*rows]
 			for r := r0; r < r1; r += 4 {
 				nr := min(4, r1-r)
-				matMulRows4(os, wb[(r-r0)*cols:(r-r0+nr)*cols], xs, nt, cols, rows, r, nr, buf[rb*cols:(rb+4)*cols])
+				matMulRows4(os, wb[(r-r0)*cols:(r-r0+nr)*cols], xs, nt, cols, rows, r, nr, buf[rb*cols:(rb+4)*cols], buf[(rb+4)*cols:])
 			}
 		}
 	}
 }
 
 // matMulRows4 multiplies nr ≤ 4 weight rows (w) by n tokens into columns r..r+nr-1 of out;
-// pad is scratch for 4×cols floats.
-func matMulRows4(out, w, x []float32, n, cols, rows, r, nr int, pad []float32) {
+// pad is scratch for 4×cols floats, acc for tileAccLen(n).
+func matMulRows4(out, w, x []float32, n, cols, rows, r, nr int, pad, acc []float32) {
 	switch {
 	case nr == 4:
-		matMulBlock4(out, w, x, n, cols, rows, r)
+		matMulBlock4(out, w, x, n, cols, rows, r, acc)
 	case useAVX512Tile && cols%16 == 0:
 		// The last rows, padded to a tile by repeating the last one: every row of the
 		// product then has the tile's arithmetic, wherever it falls.
@@ -65,7 +74,7 @@ func matMulRows4(out, w, x []float32, n, cols, rows, r, nr int, pad []float32) {
 		for i := nr; i < 4; i++ {
 			copy(pad[i*cols:(i+1)*cols], w[(nr-1)*cols:nr*cols])
 		}
-		asmTiles4x4(out, pad, x, n, cols, rows, r, nr)
+		asmTiles4x4(out, pad, x, n, cols, rows, r, nr, acc)
 	default:
 		for i := range nr {
 			wr := w[i*cols : (i+1)*cols]
@@ -77,9 +86,10 @@ func matMulRows4(out, w, x []float32, n, cols, rows, r, nr int, pad []float32) {
 }
 
 // matMulBlock4 multiplies four weight rows (w, 4×cols) by all n tokens, writing columns
-// r..r+3 of out.
-func matMulBlock4(out, w, x []float32, n, cols, rows, r int) {
-	if asmTiles4x4(out, w, x, n, cols, rows, r, 4) { // AVX-512 assembly (gemm_amd64.s)
+// r..r+3 of out; acc is scratch for asmTiles4x4 (tileAccLen(n) floats, or fewer: then it
+// takes each row whole).
+func matMulBlock4(out, w, x []float32, n, cols, rows, r int, acc []float32) {
+	if asmTiles4x4(out, w, x, n, cols, rows, r, 4, acc) { // AVX-512 assembly (gemm_amd64.s)
 		return
 	}
 	if t := asmPairs(out, w, x, n, cols, rows, r); t > 0 { // AVX2 assembly (gemm_amd64.s)
