@@ -336,10 +336,7 @@ func asmTiles4x4(out, w, x []float32, n, cols, rows, r, nr int, acc []float32) b
 				continue
 			}
 			for j := range min(4, n-t) {
-				o := out[(t+j)*rows+r : (t+j)*rows+r+nr]
-				for k := range o {
-					o[k] = res[4*k+j]
-				}
+				copy(out[(t+j)*rows+r:(t+j)*rows+r+nr], res[4*j:4*j+nr])
 			}
 		}
 	}
