@@ -7,8 +7,13 @@
 #   tokenwise bench --model M.gguf --prompt-tokens 128 --gen-tokens GEN --json
 #   tokenwise bench --model M.gguf --prompt-tokens 512 --gen-tokens 1 --json
 # and prints the medians of pp128, pp512 and tg (tok/s) with the ratio tokenwise / llama.cpp,
-# and tokenwise's effective decode bandwidth as a share of the machine's read bandwidth
-# (`tokenwise calibrate`'s read probe, the faster of a run before and one after the rounds).
+# and the effective decode bandwidth of both as a share of the machine's read bandwidth:
+# `tokenwise calibrate`'s read probe runs right before each round's tokenwise bench, and each
+# round's decode GB/s (tokenwise: bench's decode_gb_s; llama.cpp: its tg tok/s times the
+# weight bytes a step reads) is divided by that round's probe, the median over rounds
+# printed. (The probe moves by 10-20% within minutes here; one probe for the whole run,
+# minutes from most decodes, made the share mostly a measure of when it ran.) The probes of a
+# run before and one after the rounds are printed too.
 #
 # llama-bench is built from the llama.cpp source that node-llama-cpp ships as a git bundle
 # (scripts/setup-refs.sh installs it under .cache/refs), in $LLAMA_DIR (default
@@ -97,11 +102,13 @@ import json, sys
 for r in json.load(sys.stdin):
     name = "pp%d" % r["n_prompt"] if r["n_gen"] == 0 else "tg"
     print("llama", name, r["avg_ts"])' >>"$out/runs.txt"
+			echo "probe gbs $(read_gbs)" >>"$out/runs.txt"
 			"$tw" bench --model "$m" --kv-cache-dtype f16 --threads "$THREADS" --prompt-tokens 128 --gen-tokens "$GEN" --repeats 1 --json |
 				python3 -c '
 import json, sys
 r = json.load(sys.stdin)
-print("tw pp128", r["prefill_tok_s"]); print("tw tg", r["decode_tok_s"]); print("tw gbs", r["decode_gb_s"])' >>"$out/runs.txt"
+print("tw pp128", r["prefill_tok_s"]); print("tw tg", r["decode_tok_s"]); print("tw gbs", r["decode_gb_s"])
+print("tw wbytes", r["weight_bytes_per_step"])' >>"$out/runs.txt"
 			"$tw" bench --model "$m" --kv-cache-dtype f16 --threads "$THREADS" --prompt-tokens 512 --gen-tokens 1 --repeats 1 --json |
 				python3 -c '
 import json, sys
@@ -112,13 +119,25 @@ print("tw pp512", json.load(sys.stdin)["prefill_tok_s"])' >>"$out/runs.txt"
 			w=$(awk -v t="$test" '$1=="tw" && $2==t {print $3}' "$out/runs.txt" | median)
 			printf '%-14s %-5s %-5s %12.1f %12.1f %7.2fx\n' "$shape" "$dt" "$test" "$l" "$w" "$(echo "$w $l" | awk '{print $1/$2}')"
 		done
-		echo "$shape $dt $(awk '$1=="tw" && $2=="gbs" {print $3}' "$out/runs.txt" | median)" >>"$out/decode-gbs.txt"
+		python3 - "$shape" "$dt" "$out/runs.txt" >>"$out/decode-gbs.txt" <<'PY'
+import statistics, sys
+shape, dt, path = sys.argv[1:]
+col = {}
+for line in open(path):
+    who, what, v = line.split()
+    col.setdefault((who, what), []).append(float(v))
+probe, tw, tg, wb = col[("probe", "gbs")], col[("tw", "gbs")], col[("llama", "tg")], col[("tw", "wbytes")]
+lgbs = [t * b / 1e9 for t, b in zip(tg, wb)]
+med = statistics.median
+print(shape, dt, med(tw), med(a / p for a, p in zip(tw, probe)), med(lgbs), med(a / p for a, p in zip(lgbs, probe)), med(probe))
+PY
 	done
 done
 read1=$(read_gbs)
-read=$(echo "$read0 $read1" | awk '{print ($1 > $2) ? $1 : $2}')
 echo
-echo "read bandwidth (calibrate's probe, $THREADS threads): $read0 GB/s before, $read1 after"
-while read -r shape dt gbs; do
-	printf '%-14s %-5s decode %6.1f GB/s = %3.0f%% of %.1f GB/s\n' "$shape" "$dt" "$gbs" "$(echo "$gbs $read" | awk '{print 100*$1/$2}')" "$read"
+echo "read bandwidth (calibrate's probe, $THREADS threads): $read0 GB/s before the rounds, $read1 after"
+echo "decode bandwidth, median over rounds of decode GB/s / the probe run right before the round's tokenwise bench:"
+while read -r shape dt tw twshare l lshare probe; do
+	printf '%-14s %-5s tokenwise %5.1f GB/s = %3.0f%%   llama.cpp %5.1f GB/s = %3.0f%%   (probe median %.1f GB/s)\n' \
+		"$shape" "$dt" "$tw" "$(echo "$twshare" | awk '{print 100*$1}')" "$l" "$(echo "$lshare" | awk '{print 100*$1}')" "$probe"
 done <"$out/decode-gbs.txt"
