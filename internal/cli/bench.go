@@ -41,7 +41,9 @@ reports the median over --repeats runs of:
                  table only when it is the LM head, plus the KV cache) × steps per second
   GFLOP/s        counted by the cost model over the same shape
   lm_head_share  the LM head's matrix×vector (same kernel, the model's own head weights,
-                 same threads, timed over as many steps) over the decode step time
+                 same threads, timed over as many steps) over the decode step time; a head
+                 that fits the last-level cache is timed after streaming as many other
+                 bytes as a step reads, so it comes from memory as in a step
 PATH is a Hugging Face folder with tokenizer.json, or a .gguf file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
