@@ -128,6 +128,9 @@ func RopeAngles(cos, sin []float32, pos int, freqs []float64) {
 // RopeHalf rotates one head in place, pairing element i with i+d/2: the rotate_half layout of
 // Hugging Face Llama/Qwen and llama.cpp's NEOX mode.
 func RopeHalf(x, cos, sin []float32) {
+	if simdRopeHalf(x, cos, sin) { // AVX2 (simd_amd64.go, GOEXPERIMENT=simd)
+		return
+	}
 	h := len(x) / 2
 	a, b := x[:h:h], x[h:2*h:2*h]
 	cos, sin = cos[:h], sin[:h]

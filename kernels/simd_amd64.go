@@ -680,3 +680,31 @@ func simdSiLUMul(gate, up []float32) bool {
 	}
 	return true
 }
+
+// simdRopeHalf is RopeHalf eight pairs at a time with rotate's float32 operations: each
+// cross product rounded, then one fused multiply-add (x0·c − x1·s takes the rounded x1·s
+// with its sign bit flipped, an exact negation).
+func simdRopeHalf(x, cos, sin []float32) bool {
+	if !useSIMD {
+		return false
+	}
+	h := len(x) / 2
+	a, b := x[:h:h], x[h:2*h:2*h]
+	cos, sin = cos[:h], sin[:h]
+	pa, pb := unsafe.Pointer(unsafe.SliceData(a)), unsafe.Pointer(unsafe.SliceData(b))
+	pc, ps := unsafe.Pointer(unsafe.SliceData(cos)), unsafe.Pointer(unsafe.SliceData(sin))
+	sign := archsimd.BroadcastUint32x8(1 << 31)
+	i := 0
+	for ; i+8 <= h; i += 8 {
+		x0, x1, c, s := ldF32(pa, i), ldF32(pb, i), ldF32(pc, i), ldF32(ps, i)
+		negXS := x1.Mul(s).AsUint32x8().Xor(sign).AsFloat32x8()
+		xc := x1.Mul(c)
+		x0.MulAdd(c, negXS).Store((*[8]float32)(unsafe.Add(pa, 4*i)))
+		x0.MulAdd(s, xc).Store((*[8]float32)(unsafe.Add(pb, 4*i)))
+	}
+	archsimd.ClearAVXUpperBits()
+	for ; i < h; i++ {
+		a[i], b[i] = rotate(a[i], b[i], cos[i], sin[i])
+	}
+	return true
+}

@@ -17,3 +17,5 @@ func simdAddScaled(y []float32, a float32, x []float32) bool { return false }
 func simdWidenRow(dst []float32, src []uint16, half bool) bool { return false }
 
 func simdSiLUMul(gate, up []float32) bool { return false }
+
+func simdRopeHalf(x, cos, sin []float32) bool { return false }

@@ -106,3 +106,29 @@ func TestSiLUMulSIMDMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestRopeHalfMatchesRotate: RopeHalf (eight pairs at a time in GOEXPERIMENT=simd builds)
+// gives rotate's bits for every pair, on head sizes with and without a tail past the vector
+// loop and angles from real positions, many heads over.
+func TestRopeHalfMatchesRotate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, d := range []int{2, 16, 64, 128, 134} {
+		freqs := RopeFreqs(d, 1e6)
+		cos, sin := make([]float32, d/2), make([]float32, d/2)
+		for head := range 4000 {
+			RopeAngles(cos, sin, head*37%40960, freqs)
+			x := randVec(rng, d)
+			if head%7 == 0 {
+				x[0], x[d/2] = 0, float32(math.Copysign(0, -1)) // signed zeros
+			}
+			got := append([]float32(nil), x...)
+			RopeHalf(got, cos, sin)
+			for i := range d / 2 {
+				w0, w1 := rotate(x[i], x[i+d/2], cos[i], sin[i])
+				if math.Float32bits(got[i]) != math.Float32bits(w0) || math.Float32bits(got[i+d/2]) != math.Float32bits(w1) {
+					t.Fatalf("d %d head %d pair %d: RopeHalf %g,%g, rotate %g,%g", d, head, i, got[i], got[i+d/2], w0, w1)
+				}
+			}
+		}
+	}
+}
