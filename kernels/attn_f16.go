@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"golang.org/x/sys/cpu"
-
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
@@ -25,11 +23,11 @@ import (
 // of a logit after the 8-bit activation quantization of the following projections, so
 // parity with llama.cpp needs the same arithmetic, not merely the same precision.
 
-// ggmlAVX512 is true where llama.cpp's CPU backend runs one of its AVX-512 builds (it picks
-// the best variant for the CPU), else it runs an AVX2 one. The two sum ggml_vec_dot_f16 in
-// a different order (16 or 8 float32 lanes, four accumulators each: DotF16) and use
-// different exp approximations in SiLU (expGGML).
-var ggmlAVX512 = cpu.X86.HasAVX512F
+// ggmlAVX512 is true while the kernels reproduce one of llama.cpp's AVX-512 CPU builds, false
+// for its AVX2 build (GGMLBuild, SetGGMLBuild in ggml.go). The two sum ggml_vec_dot_f16 in a
+// different order (16 or 8 float32 lanes, four accumulators each: DotF16) and use different
+// exp approximations in SiLU (expGGML).
+var ggmlAVX512 = DefaultGGMLBuild() == GGMLAVX512
 
 // F16Encode rounds src to half precision into dst (round to nearest even, like ggml).
 func F16Encode(dst []uint16, src []float32) {

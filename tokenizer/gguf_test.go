@@ -1,11 +1,9 @@
 package tokenizer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -163,24 +161,10 @@ func TestGGUFVocabRejects(t *testing.T) {
 // the vocabulary of the GGUF file at model, with parse_special=true like HF's encode.
 func llamaTokenize(t *testing.T, model string, texts []string) [][]int {
 	t.Helper()
-	testref.Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
-	script := filepath.Join(testref.RepoRoot(), "tests", "llamacpp", "run.mjs")
-	req, _ := json.Marshal(map[string]any{"model": model, "vocabOnly": true, "texts": texts, "parseSpecial": true})
-	cmd := exec.Command("node", script)
-	cmd.Env = append(os.Environ(), "TOKENWISE_REFS="+testref.Dir())
-	cmd.Stdin = bytes.NewReader(req)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node %s: %v\n%s", script, err, stderr.String())
-	}
 	var res struct {
 		Tokens [][]int `json:"tokens"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("node output: %v\n%.300s", err, out)
-	}
+	testref.LlamaCpp(t, map[string]any{"model": model, "vocabOnly": true, "texts": texts, "parseSpecial": true}, &res)
 	if len(res.Tokens) != len(texts) {
 		t.Fatalf("node returned %d tokenizations for %d texts", len(res.Tokens), len(texts))
 	}

@@ -4,8 +4,9 @@
 //
 //   request:  {"model": "m.gguf", "threads": 1, "contextSize": 512,
 //              "prompts": [{"ids": [1, 2, 3], "n": 64, "topk": 32}],
-//              "texts": ["hello world"], "parseSpecial": false, "kvCacheType": "F16"|"F32"}
-//   answer:   {"vocabSize": N, "bos": id|null, "eos": id|null,
+//              "texts": ["hello world"], "parseSpecial": false, "kvCacheType": "F16"|"F32",
+//              "cpuLibrary": "haswell"|"skylakex"}
+//   answer:   {"vocabSize": N, "bos": id|null, "eos": id|null, "cpuLibrary": "haswell",
 //              "prompts": [{"ids": [...greedy continuation...], "top": [[id, logit - maxLogit], ...]}],
 //              "tokens": [[...ids of texts[0]...], ...]}
 //
@@ -16,13 +17,14 @@
 // ln(p_i / p_max) from the softmax node-llama-cpp reports (shift-invariant, so it compares
 // directly with tokenwise's logits minus their maximum). topk < 0 returns every nonzero one.
 //
-// node-llama-cpp lives in $TOKENWISE_REFS/node_modules (scripts/setup-refs.sh installs it).
+// cpuLibrary names the ggml CPU build (libggml-cpu-NAME.so) that llama.cpp runs: node-llama-cpp
+// is loaded from $TOKENWISE_REFS/ggml/NAME/node_modules, which holds that one library
+// (scripts/setup-refs.sh), instead of the best one for this CPU, so that a parity result does
+// not depend on the machine. The answer's cpuLibrary is the library actually mapped into this
+// process (/proc/self/maps). Without cpuLibrary, only vocabOnly requests are accepted.
+import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-
-const refs = process.env.TOKENWISE_REFS || path.resolve(import.meta.dirname, "../../.cache/refs");
-const entry = path.join(refs, "node_modules", "node-llama-cpp", "dist", "index.js");
-const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
 
 async function readStdin() {
 	const chunks = [];
@@ -31,6 +33,25 @@ async function readStdin() {
 }
 
 const req = await readStdin();
+const refs = process.env.TOKENWISE_REFS || path.resolve(import.meta.dirname, "../../.cache/refs");
+let modules = path.join(refs, "node_modules");
+if (req.cpuLibrary != null) {
+	if (!/^[a-z0-9]+$/.test(req.cpuLibrary)) throw new Error(`cpuLibrary ${JSON.stringify(req.cpuLibrary)}: not a ggml CPU library name`);
+	modules = path.join(refs, "ggml", req.cpuLibrary, "node_modules");
+	if (!fs.existsSync(modules)) throw new Error(`${modules} missing: run scripts/setup-refs.sh`);
+} else if (req.vocabOnly !== true && (req.prompts ?? []).length > 0) {
+	throw new Error("cpuLibrary is required to run prompts: name the ggml CPU build to compare with");
+}
+const entry = path.join(modules, "node-llama-cpp", "dist", "index.js");
+const { getLlama, LlamaLogLevel } = await import(pathToFileURL(entry).href);
+
+// loadedCpuLibrary is the NAME of the libggml-cpu-NAME.so mapped into this process, or null.
+function loadedCpuLibrary() {
+	const maps = fs.readFileSync("/proc/self/maps", "utf8");
+	const names = new Set([...maps.matchAll(/libggml-cpu-([a-z0-9]+)\.so/g)].map((m) => m[1]));
+	if (names.size > 1) throw new Error(`several ggml CPU libraries loaded: ${[...names].join(", ")}`);
+	return names.size === 1 ? [...names][0] : null;
+}
 // One thread by default: ggml's workers spin while they wait for each other, and on a busy
 // machine (test runs share the cores) two spinning threads made a 64-token run ~9x slower.
 const threads = req.threads ?? 1;
@@ -40,6 +61,7 @@ const out = {
 	vocabSize: null,
 	bos: model.tokens.bos ?? null,
 	eos: model.tokens.eos ?? null,
+	cpuLibrary: null,
 	prompts: [],
 	tokens: [],
 };
@@ -92,6 +114,10 @@ if ((req.prompts ?? []).length > 0) {
 		out.prompts.push({ ids: gen.slice(0, Math.max(n, 1)), top });
 	}
 	await context.dispose();
+}
+out.cpuLibrary = loadedCpuLibrary();
+if (req.cpuLibrary != null && out.cpuLibrary !== req.cpuLibrary) {
+	throw new Error(`asked for libggml-cpu-${req.cpuLibrary}.so, loaded ${out.cpuLibrary == null ? "none" : `libggml-cpu-${out.cpuLibrary}.so`}`);
 }
 await model.dispose();
 process.stdout.write(JSON.stringify(out) + "\n");

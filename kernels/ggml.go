@@ -1,0 +1,107 @@
+package kernels
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
+
+// GGMLBuild names the llama.cpp CPU build whose floating-point arithmetic the kernels
+// reproduce, operation for operation. ggml ships one CPU library per instruction-set level
+// and loads the best one the CPU runs; the levels differ in how they sum (8 or 16 float32
+// lanes in ggml_vec_dot_f16 and the soft_max sums) and in their exp approximation, which on
+// a quantized model moves logits by tenths (SmolLM2-135M Q4_1: 0.15–0.27 between the haswell
+// and skylakex libraries). So "matches llama.cpp" needs a named build.
+//
+// Both builds run on any amd64 CPU with AVX2: the AVX-512 order is emulated with pairs of
+// 8-lane registers where the CPU lacks AVX-512. The instruction set the kernels use is a
+// separate choice (TOKENWISE_NO_AVX512, TOKENWISE_NO_ASM) and never changes results.
+type GGMLBuild int
+
+const (
+	// GGMLAVX2 is ggml's AVX2 build (libggml-cpu-haswell: AVX2, FMA, F16C), the one
+	// llama.cpp loads on a CPU without AVX-512 (AMD Zen 1–3, Intel client cores).
+	GGMLAVX2 GGMLBuild = iota
+	// GGMLAVX512 is ggml's AVX-512 builds without AMX (libggml-cpu-skylakex and the
+	// icelake, cascadelake, cooperlake, cannonlake and zen4 libraries, which sum alike).
+	// llama.cpp loads one of them on AVX-512 CPUs, except on Intel CPUs with AMX, where it
+	// loads libggml-cpu-sapphirerapids, whose AMX quantized products this package does not
+	// reproduce.
+	GGMLAVX512
+)
+
+func (b GGMLBuild) String() string {
+	switch b {
+	case GGMLAVX2:
+		return "avx2"
+	case GGMLAVX512:
+		return "avx512"
+	}
+	return fmt.Sprintf("GGMLBuild(%d)", int(b))
+}
+
+// Library is the ggml CPU library (libggml-cpu-NAME.so) of the build that a parity test
+// loads as its reference: the lowest instruction-set level with that arithmetic.
+func (b GGMLBuild) Library() string {
+	if b == GGMLAVX512 {
+		return "skylakex"
+	}
+	return "haswell"
+}
+
+// ParseGGMLBuild reads a build name as String writes it.
+func ParseGGMLBuild(s string) (GGMLBuild, error) {
+	switch s {
+	case "avx2":
+		return GGMLAVX2, nil
+	case "avx512":
+		return GGMLAVX512, nil
+	}
+	return 0, fmt.Errorf("unknown ggml build %q (want avx2 or avx512)", s)
+}
+
+// DefaultGGMLBuild is the build llama.cpp loads on this CPU (AVX-512 where the CPU has the
+// skylakex library's instructions), unless TOKENWISE_GGML_BUILD (avx2, avx512) says
+// otherwise.
+func DefaultGGMLBuild() GGMLBuild {
+	if s := os.Getenv("TOKENWISE_GGML_BUILD"); s != "" {
+		if b, err := ParseGGMLBuild(s); err == nil {
+			return b
+		}
+	}
+	if CPUHasGGMLBuild(GGMLAVX512) {
+		return GGMLAVX512
+	}
+	return GGMLAVX2
+}
+
+// CPUHasGGMLBuild reports whether this CPU can load b's reference library (Library), so
+// a parity test can run llama.cpp in that build here.
+func CPUHasGGMLBuild(b GGMLBuild) bool {
+	x := cpu.X86
+	switch b {
+	case GGMLAVX2:
+		return x.HasAVX2 && x.HasFMA
+	case GGMLAVX512:
+		return x.HasAVX512F && x.HasAVX512CD && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512BW
+	}
+	return false
+}
+
+// CurrentGGMLBuild is the build the kernels reproduce now.
+func CurrentGGMLBuild() GGMLBuild {
+	if ggmlAVX512 {
+		return GGMLAVX512
+	}
+	return GGMLAVX2
+}
+
+// SetGGMLBuild makes the kernels reproduce b and returns the build they reproduced before.
+// It must not run concurrently with a forward pass: call it before loading a model, or
+// between passes (tests run both builds in one process this way).
+func SetGGMLBuild(b GGMLBuild) GGMLBuild {
+	prev := CurrentGGMLBuild()
+	ggmlAVX512 = b == GGMLAVX512
+	return prev
+}
