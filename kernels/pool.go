@@ -145,10 +145,17 @@ func (wk *worker) await(seen uint64) uint64 {
 // parkCheck is how often a parked worker looks for work on its own (see await).
 const parkCheck = 5 * time.Millisecond
 
+// testHookPosted, set only by tests, runs in post between publishing the task and looking
+// at parked, to widen that window (see TestPoolLateWakeup).
+var testHookPosted func(*worker)
+
 // post hands t to wk and wakes it if it is parked.
 func (wk *worker) post(t task) {
 	wk.t = t
 	wk.seq.Add(1)
+	if testHookPosted != nil {
+		testHookPosted(wk)
+	}
 	if wk.parked.Load() == 1 && wk.parked.CompareAndSwap(1, 0) {
 		wk.wake <- struct{}{}
 	}
