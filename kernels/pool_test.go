@@ -45,8 +45,8 @@ func TestPoolLateWakeup(t *testing.T) {
 		if wk.parked.Load() != 0 {
 			return // parked already: this post wakes it
 		}
-		// Spinning: it takes the task now. Wait until it has parked again, or 5 ms.
-		for deadline := time.Now().Add(5 * time.Millisecond); wk.parked.Load() == 0 && time.Now().Before(deadline); {
+		// Spinning: it takes the task now. Wait until it has parked again, or 20 ms.
+		for deadline := time.Now().Add(20 * time.Millisecond); wk.parked.Load() == 0 && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Microsecond)
 		}
 		if wk.parked.Load() != 0 {
@@ -118,5 +118,16 @@ func TestPoolLateWakeup(t *testing.T) {
 	}
 	if total == 0 {
 		t.Error("no post stalled until its worker had parked again: the test misses the interleaving")
+	}
+}
+
+// BenchmarkPoolRun is the cost of one hand-over with the workers spinning: a Run whose
+// tasks do nothing, as in the gaps between a decode step's products.
+func BenchmarkPoolRun(b *testing.B) {
+	p := NewPool(2)
+	defer p.Close()
+	nop := func(_, _, _ int) {}
+	for b.Loop() {
+		p.Run(2, 1, nop)
 	}
 }
