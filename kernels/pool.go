@@ -25,14 +25,14 @@ import (
 // a long wait keep other goroutines of the process — an HTTP server, the GC — from being
 // starved of a processor.
 type Pool struct {
-	n       int
+	n       int       // set by NewPool only: Run reads it before taking mu
 	workers []*worker // workers[0] is unused: the caller is worker 0
 	pending atomic.Int32
 	_       [60]byte     // next is taken once per chunk by every worker: its own cache line
 	next    atomic.Int64 // RunChunks: the start of the next chunk to hand out
 	_       [56]byte
 	mu      sync.Mutex // one Run at a time; the workers' scratch buffers are not shared
-	closed  bool
+	closed  bool       // under mu
 }
 
 // worker is one goroutine's mailbox, padded so that two workers' counters do not share a
@@ -181,6 +181,10 @@ func (p *Pool) Run(n, align int, fn func(worker, lo, hi int)) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		fn(0, 0, n)
+		return
+	}
 	per, extra := units/workers, units%workers
 	p.pending.Store(int32(workers - 1))
 	lo := 0
@@ -231,6 +235,10 @@ func (p *Pool) RunChunks(n, chunk int, fn func(worker, lo, hi int)) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		fn(0, 0, n)
+		return
+	}
 	p.next.Store(0)
 	p.pending.Store(int32(workers - 1))
 	t := task{fn: fn, lo: 0, hi: n, chunk: chunk}
@@ -241,7 +249,9 @@ func (p *Pool) RunChunks(n, chunk int, fn func(worker, lo, hi int)) {
 	p.wait()
 }
 
-// Close stops the workers. The pool must not be used afterwards.
+// Close stops the workers, after the Run in progress if there is one. A Run or RunChunks
+// after Close (or one that loses the race to it) does all the work on its caller's
+// goroutine.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -252,6 +262,4 @@ func (p *Pool) Close() {
 	for _, wk := range p.workers[1:] {
 		wk.post(task{quit: true})
 	}
-	p.workers = p.workers[:1]
-	p.n = 1
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,4 +131,46 @@ func BenchmarkPoolRun(b *testing.B) {
 	for b.Loop() {
 		p.Run(2, 1, nop)
 	}
+}
+
+// TestPoolCloseDuringRun: Close while other goroutines call Run and RunChunks waits for the
+// call in progress, and the calls that come after it still cover their range (on the
+// caller's goroutine). Under -race this also checks that Run's unlocked look at the thread
+// count does not race with Close.
+func TestPoolCloseDuringRun(t *testing.T) {
+	p := NewPool(3)
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				n := 5 + i%7
+				hits := make([]atomic.Int32, n)
+				count := func(worker, lo, hi int) {
+					if worker < 0 || worker >= p.Threads() {
+						t.Errorf("worker %d", worker)
+					}
+					for j := lo; j < hi; j++ {
+						hits[j].Add(1)
+					}
+				}
+				if (g+i)%2 == 0 {
+					p.Run(n, 1, count)
+				} else {
+					p.RunChunks(n, 2, count)
+				}
+				for j := range hits {
+					if h := hits[j].Load(); h != 1 {
+						t.Errorf("goroutine %d call %d: index %d done %d times", g, i, j, h)
+						return
+					}
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Millisecond)
+	p.Close()
+	wg.Wait()
+	p.Close() // a second Close does nothing
 }
