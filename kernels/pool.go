@@ -25,21 +25,21 @@ import (
 // a long wait keep other goroutines of the process — an HTTP server, the GC — from being
 // starved of a processor.
 type Pool struct {
-	n       int
+	n       int       // set by NewPool only: Run reads it before taking mu
 	workers []*worker // workers[0] is unused: the caller is worker 0
 	pending atomic.Int32
 	_       [60]byte     // next is taken once per chunk by every worker: its own cache line
 	next    atomic.Int64 // RunChunks: the start of the next chunk to hand out
 	_       [56]byte
 	mu      sync.Mutex // one Run at a time; the workers' scratch buffers are not shared
-	closed  bool
+	closed  bool       // under mu
 }
 
 // worker is one goroutine's mailbox, padded so that two workers' counters do not share a
 // cache line.
 type worker struct {
 	seq    atomic.Uint64 // incremented once per task posted
-	parked atomic.Int32  // 1 while the goroutine waits on wake
+	parked atomic.Uint64 // while the goroutine waits on wake: the seq of the post to wake it; else 0
 	wake   chan struct{}
 	t      task
 	_      [64]byte
@@ -112,44 +112,50 @@ func (wk *worker) await(seen uint64) uint64 {
 			break
 		}
 	}
-	// Park. The poster increments seq and then, if parked is 1, swaps it to 0 and sends one
-	// wake-up; re-checking seq after setting parked closes the window between the two. A
-	// parked worker also re-checks seq every parkCheck on its own: a fresh-clone test run
-	// once hung with the caller waiting and this worker parked on wake with a task posted,
-	// a lost wake-up this protocol should not allow and that was not found. Whichever way
-	// the worker leaves, every wake-up a poster sends is received here, so none is left to
-	// wake a later park early; and await never returns without a new task.
+	// Park. parked names the post that is to wake this park, seen+1; post increments seq to
+	// s and then, if parked is s, swaps it to 0 and sends one wake-up. Re-checking seq after
+	// setting parked closes the window between the two (both sides write one variable and
+	// then read the other, and sync/atomic is sequentially consistent).
+	//
+	// parked is a post's number, not a 0/1 flag, because a poster can stall between its seq
+	// increment and its look at parked (the OS taking its thread for a time slice) while
+	// this worker, still spinning, takes the task, runs it, spins spinFor and parks again. A
+	// flag let the late poster wake that new park; taken for the next task, the wake-up made
+	// the worker run the old task again and decrement pending twice, so that Run could
+	// return before another worker's share was done, or miss pending's 0 and spin forever
+	// with every worker parked (TestPoolLateWakeup). With numbers the late poster sees
+	// seen+1, one past its own seq, and leaves the park alone: every wake-up is sent to the
+	// park that is waiting for that post, after the post, so a plain receive needs no
+	// timeout. The loop re-checks seq after a wake-up all the same, as any condition wait
+	// should, rather than return without a new task.
+	want := seen + 1
 	for {
-		wk.parked.Store(1)
+		wk.parked.Store(want)
 		if s := wk.seq.Load(); s != seen {
-			if !wk.parked.CompareAndSwap(1, 0) {
-				<-wk.wake // the poster saw us parked and has sent (or will send) a wake-up
+			if !wk.parked.CompareAndSwap(want, 0) {
+				<-wk.wake // post want saw us parked and has sent (or will send) its wake-up
 			}
 			return s
 		}
-		timer := time.NewTimer(parkCheck)
-		select {
-		case <-wk.wake: // the poster cleared parked
-		case <-timer.C:
-			if !wk.parked.CompareAndSwap(1, 0) {
-				<-wk.wake // a poster cleared parked just now and is sending
-			}
-		}
-		timer.Stop()
+		<-wk.wake // post want cleared parked
 		if s := wk.seq.Load(); s != seen {
 			return s
 		}
 	}
 }
 
-// parkCheck is how often a parked worker looks for work on its own (see await).
-const parkCheck = 5 * time.Millisecond
+// testHookPosted, set only by tests, runs in post between publishing the task and looking
+// at parked, to widen that window (see TestPoolLateWakeup).
+var testHookPosted func(*worker)
 
-// post hands t to wk and wakes it if it is parked.
+// post hands t to wk and wakes it if it is parked waiting for this post (see await).
 func (wk *worker) post(t task) {
 	wk.t = t
-	wk.seq.Add(1)
-	if wk.parked.Load() == 1 && wk.parked.CompareAndSwap(1, 0) {
+	s := wk.seq.Add(1)
+	if testHookPosted != nil {
+		testHookPosted(wk)
+	}
+	if wk.parked.Load() == s && wk.parked.CompareAndSwap(s, 0) {
 		wk.wake <- struct{}{}
 	}
 }
@@ -175,6 +181,10 @@ func (p *Pool) Run(n, align int, fn func(worker, lo, hi int)) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		fn(0, 0, n)
+		return
+	}
 	per, extra := units/workers, units%workers
 	p.pending.Store(int32(workers - 1))
 	lo := 0
@@ -225,6 +235,10 @@ func (p *Pool) RunChunks(n, chunk int, fn func(worker, lo, hi int)) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		fn(0, 0, n)
+		return
+	}
 	p.next.Store(0)
 	p.pending.Store(int32(workers - 1))
 	t := task{fn: fn, lo: 0, hi: n, chunk: chunk}
@@ -235,7 +249,9 @@ func (p *Pool) RunChunks(n, chunk int, fn func(worker, lo, hi int)) {
 	p.wait()
 }
 
-// Close stops the workers. The pool must not be used afterwards.
+// Close stops the workers, after the Run in progress if there is one. A Run or RunChunks
+// after Close (or one that loses the race to it) does all the work on its caller's
+// goroutine.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -246,6 +262,4 @@ func (p *Pool) Close() {
 	for _, wk := range p.workers[1:] {
 		wk.post(task{quit: true})
 	}
-	p.workers = p.workers[:1]
-	p.n = 1
 }
