@@ -58,7 +58,7 @@ func MatchProfile(c CPU) (name, why string) {
 			continue
 		}
 		if p.Match.matches(c) {
-			return n, fmt.Sprintf("this CPU (%s) is the machine it was measured on (%s)", c, p.Match)
+			return n, fmt.Sprintf("this CPU (%s) matches the machine it was measured on (%s)", c, p.Match)
 		}
 		others = append(others, fmt.Sprintf("%s is for %s", n, p.Match))
 	}

@@ -412,7 +412,7 @@ func Run(ctx context.Context, baseDir, adaptedDir, work string, o Options) (*Res
 func resolveProfile(name string, threads int) (*cost.Profile, string, error) {
 	if name != "" && name != "auto" {
 		p, err := cost.LoadProfile(name)
-		return p, "as asked", err
+		return p, "as asked (--profile)", err
 	}
 	match, why := cost.MatchProfile(cost.ThisCPU())
 	if match != "" {

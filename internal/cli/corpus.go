@@ -29,7 +29,9 @@ JSON verdicts a grader writes for them (package domain). Each line of the JSONL 
               2-3 paragraph student essay
   completion  {"score": 1-5, "grammar", "coherence", "vocabulary": 1-5, "verdict": "pass"
               or "fail" (pass when score >= 3), "strengths", "weaknesses", "feedback"}
-The essay is written at the level its score says, so the verdict is computable from it.
+The essay shows whether it is weak (score 1-2: sentences without capitals, run-ons) or not,
+so the verdict is computable from it; the score within each group is drawn at random, so no
+grader can expect more than 40% score accuracy (domain.BestScoreAccuracy).
 
 --out DIR gets train.jsonl (--train examples, seed 1: what the demo model and its
 adaptation were trained on) and held-out.jsonl (--held-out examples, seed 2: what the demo
@@ -77,7 +79,7 @@ func runCorpus(f corpusFlags, stdout, stderr io.Writer) error {
 		return enc.Encode(corpusJSON{Files: files})
 	}
 	for _, fi := range files {
-		fmt.Fprintf(stderr, "wrote %s: %d %s examples (seed %d), %.1f MB\n", fi.Path, fi.N, fi.Name, fi.Seed, float64(fi.Bytes)/1e6)
+		fmt.Fprintf(stderr, "wrote %s: %d %s examples (seed %d), %s\n", fi.Path, fi.N, fi.Name, fi.Seed, human(float64(fi.Bytes)))
 	}
 	return nil
 }
