@@ -42,6 +42,8 @@ type Profile struct {
 	// unknown). Weights cycled through per step beyond half of it are predicted at the
 	// memory rate (Rates.matVecBW).
 	LLCMiB int `json:"llc_mib,omitempty"`
+	// Match, in a shipped CPU profile, says which machines it describes (MatchProfile).
+	Match *CPUMatch `json:"match,omitempty"`
 }
 
 // Interconnect is how devices of this kind talk to each other.

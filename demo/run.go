@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tokenwise/tokenwise/cost"
@@ -19,15 +21,17 @@ import (
 	"github.com/tokenwise/tokenwise/train"
 )
 
-// Seeds of the domain splits: the base model and the adaptation were trained on TrainSeed;
-// the demo measures on HeldOutSeed, which neither saw.
+// Seeds of the domain splits (`tokenwise corpus` writes the same): the base model and the
+// adaptation were trained on TrainSeed; the demo measures on HeldOutSeed, which neither saw.
 const (
-	TrainSeed   = 1
-	HeldOutSeed = 2
+	TrainSeed   = domain.TrainSeed
+	HeldOutSeed = domain.HeldOutSeed
 )
 
 // SpecializeOptions is the specialization the demo runs and the committed adapted model was
-// trained after (scripts/make-demo-model.sh): prune, then add up to 128 merged tokens.
+// trained after (scripts/make-demo-model.sh): prune, then add at most 128 new tokens (added
+// tokens across word boundaries, and merges inside words; Result.Specialization says how
+// many of each).
 var SpecializeOptions = specialize.RunOptions{Options: specialize.Options{Prune: true, Add: 128}, Init: "exp"}
 
 // SpecializeCorpus is the domain text the specialization is fitted to: n training examples.
@@ -41,11 +45,17 @@ func SpecializeCorpus(n int) []specialize.Doc {
 
 // Options configure a demo run.
 type Options struct {
-	Prompts      int     // held-out prompts evaluated through each model
-	MaxTokens    int     // generation cap per prompt
-	Threads      int     // kernel threads
-	Profile      string  // cost profile (package cost)
+	Prompts   int // held-out prompts evaluated through each model
+	MaxTokens int // generation cap per prompt
+	Threads   int // kernel threads
+	// Profile is the cost profile (package cost): a shipped name or a file, or "" / "auto"
+	// for the shipped CPU profile measured on a machine like this one, else a quick
+	// calibration of this machine (Result.ProfileWhy says which, and why).
+	Profile      string
 	PricePerHour float64 // of the profile's device, for cost per request
+	// CommandModel is the --model of the generate command the result prints (default: the
+	// base folder Run was given).
+	CommandModel string
 	Log          io.Writer
 }
 
@@ -67,7 +77,41 @@ type ModelResult struct {
 	CostPerReq   float64 `json:"cost_per_req"`  // dollars, cost model at the average shape
 	CostSeconds  float64 `json:"cost_seconds"`  // modelled seconds per request
 	LMHeadShare  float64 `json:"lm_head_share"` // of modelled decode time
-	Samples      []string
+	// VerdictCI and ScoreCI are the 95% (Wilson) intervals of the two accuracies over
+	// Prompts prompts.
+	VerdictCI [2]float64 `json:"verdict_acc_ci95"`
+	ScoreCI   [2]float64 `json:"score_acc_ci95"`
+	Answers   []Answer   `json:"-"` // per prompt, in order
+}
+
+// Answer is one model's completion of one held-out prompt, scored.
+type Answer struct {
+	Text                  string
+	Valid, Verdict, Score bool // parses as the schema; right verdict; right score
+	Fields                int  // of the schema's 8 fields, how many equal the expected ones
+	// Predicted is the score answered (0: not valid), Weak whether the essay is weak
+	// (expected score 1-2).
+	Predicted int
+	Weak      bool
+	// OtherTopic says the answer names a topic other than the essay's.
+	OtherTopic bool
+}
+
+// Sample is one held-out prompt with its expected answer and each model's.
+type Sample struct {
+	Index    int    `json:"index"` // among the held-out prompts, from 0
+	Prompt   string `json:"prompt"`
+	Expected string `json:"expected"`
+	Base     string `json:"base"`
+	Adapted  string `json:"adapted"`
+}
+
+// Paired compares two models prompt by prompt: how many prompts only one of them got right,
+// and the two-sided sign-test p-value of that split (1 when they never differ).
+type Paired struct {
+	BaseOnly    int     `json:"base_only"`
+	AdaptedOnly int     `json:"adapted_only"`
+	P           float64 `json:"p"`
 }
 
 // Result is a whole demo run.
@@ -76,18 +120,30 @@ type Result struct {
 	Specialization *specialize.Report
 	Analysis       *specialize.Analysis
 	Profile        string
+	ProfileWhy     string // how the profile was chosen: asked for, matched to this CPU, or measured
 	PricePerHour   float64
 	AdaptedFrom    string // "committed artifact" or how it was made
 	// SameSpecialization says the adapted model's tokenizer is the one this run's
 	// specialization wrote.
 	SameSpecialization bool
 	OutputReduction    float64
-	Elapsed            time.Duration
+	// Verdict and Score compare the two models' accuracies prompt by prompt.
+	Verdict, Score Paired
+	// ScoreCeiling is the score accuracy a perfect grader can expect (domain.BestScoreAccuracy).
+	ScoreCeiling float64 `json:"score_acc_ceiling"`
+	Samples      []Sample
+	// Generate is a `tokenwise generate` command line (after "tokenwise") that puts
+	// GenerateSample's prompt to the base model in its training format, and GenerateAnswer
+	// what the base model answered it in this run (greedy, so the command prints the same).
+	Generate       []string
+	GenerateSample Sample
+	GenerateAnswer string
+	Elapsed        time.Duration
 }
 
-// Evaluate runs the held-out prompts through the model in dir with greedy decoding and
-// scores the JSON verdicts.
-func Evaluate(ctx context.Context, name, dir string, exs []domain.Example, o Options) (*ModelResult, error) {
+// Evaluate runs the held-out prompts through the model in dir with greedy decoding, scores
+// the JSON verdicts and prices the average request on the cost profile p.
+func Evaluate(ctx context.Context, name, dir string, exs []domain.Example, p *cost.Profile, o Options) (*ModelResult, error) {
 	m, err := model.Load(dir, model.Options{Threads: o.Threads})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -98,7 +154,7 @@ func Evaluate(ctx context.Context, name, dir string, exs []domain.Example, o Opt
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r := &ModelResult{Name: name, Dir: dir, VocabRows: m.Config().VocabSize, Prompts: len(exs)}
-	var promptToks, outToks, steps, valid, verdict, score int
+	var promptToks, outToks, steps int
 	var prefill, decode float64
 	for i, ex := range exs {
 		ids := tok.Encode(train.ChatPrompt(ex.Prompt), false)
@@ -111,19 +167,7 @@ func Evaluate(ctx context.Context, name, dir string, exs []domain.Example, o Opt
 		steps += res.Timing.DecodeSteps
 		prefill += res.Timing.PrefillMs
 		decode += res.Timing.DecodeMs
-		v, ok := parseVerdict(res.Text)
-		if ok {
-			valid++
-			if v.Verdict == ex.Fields.Verdict {
-				verdict++
-			}
-			if v.Score == ex.Fields.Score {
-				score++
-			}
-		}
-		if i < 3 {
-			r.Samples = append(r.Samples, res.Text)
-		}
+		r.Answers = append(r.Answers, grade(res.Text, ex))
 		if o.Log != nil && (i+1)%10 == 0 {
 			fmt.Fprintf(o.Log, "  %s: %d/%d prompts\n", name, i+1, len(exs))
 		}
@@ -131,19 +175,93 @@ func Evaluate(ctx context.Context, name, dir string, exs []domain.Example, o Opt
 	n := float64(len(exs))
 	r.PromptTokens, r.OutputTokens, r.DecodeSteps = float64(promptToks)/n, float64(outToks)/n, float64(steps)/n
 	r.PrefillMs, r.DecodeMs = prefill/n, decode/n
+	valid, verdict, score := r.counts()
 	r.ValidJSON, r.VerdictAcc, r.ScoreAcc = float64(valid)/n, float64(verdict)/n, float64(score)/n
-	if err := r.costModel(m.Config(), o); err != nil {
+	r.VerdictCI, r.ScoreCI = wilson(verdict, len(exs)), wilson(score, len(exs))
+	if err := r.costModel(m.Config(), p, o); err != nil {
 		return nil, fmt.Errorf("%s: cost model: %w", name, err)
 	}
 	return r, nil
 }
 
-// costModel prices one request of the average shape with package cost's roofline.
-func (r *ModelResult) costModel(cfg *model.Config, o Options) error {
-	p, err := cost.LoadProfile(o.Profile)
-	if err != nil {
-		return err
+// grade scores a completion against the expected answer.
+func grade(text string, ex domain.Example) Answer {
+	want := ex.Fields
+	a := Answer{Text: text, Weak: want.Score <= 2}
+	for _, t := range domain.Topics() {
+		a.OtherTopic = a.OtherTopic || t != ex.Topic && strings.Contains(text, t)
 	}
+	v, ok := parseVerdict(text)
+	if !ok {
+		return a
+	}
+	a.Valid, a.Verdict, a.Score, a.Predicted = true, v.Verdict == want.Verdict, v.Score == want.Score, v.Score
+	for _, eq := range []bool{v.Score == want.Score, v.Grammar == want.Grammar, v.Coherence == want.Coherence, v.Vocabulary == want.Vocabulary,
+		v.Verdict == want.Verdict, v.Strengths == want.Strengths, v.Weaknesses == want.Weaknesses, v.Feedback == want.Feedback} {
+		if eq {
+			a.Fields++
+		}
+	}
+	return a
+}
+
+// counts are the answers that parse, have the right verdict, and the right score.
+func (r *ModelResult) counts() (valid, verdict, score int) {
+	for _, a := range r.Answers {
+		if a.Valid {
+			valid++
+		}
+		if a.Verdict {
+			verdict++
+		}
+		if a.Score {
+			score++
+		}
+	}
+	return valid, verdict, score
+}
+
+// scoreGuess is the score a model answers most often for weak essays (expected score 1-2,
+// Answer.Weak) or for the others, and for what share of them.
+type scoreGuess struct {
+	Score int
+	Share float64
+}
+
+// guesses are the model's most frequent scores for weak essays and for the others.
+func (r *ModelResult) guesses() (weak, other scoreGuess) {
+	var counts [2][6]int
+	var totals [2]int
+	for _, a := range r.Answers {
+		g := btoi(!a.Weak)
+		totals[g]++
+		if a.Predicted >= 1 && a.Predicted <= 5 {
+			counts[g][a.Predicted]++
+		}
+	}
+	var out [2]scoreGuess
+	for g := range out {
+		for sc := 1; sc <= 5; sc++ {
+			if counts[g][sc] > counts[g][out[g].Score] { // counts[g][0] stays 0
+				out[g].Score = sc
+			}
+		}
+		if totals[g] > 0 {
+			out[g].Share = float64(counts[g][out[g].Score]) / float64(totals[g])
+		}
+	}
+	return out[0], out[1]
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// costModel prices one request of the average shape with package cost's roofline on p.
+func (r *ModelResult) costModel(cfg *model.Config, p *cost.Profile, o Options) error {
 	dt, err := cost.ParsePrecision("bf16")
 	if err != nil {
 		return err
@@ -154,7 +272,7 @@ func (r *ModelResult) costModel(cfg *model.Config, o Options) error {
 	}
 	shape := cost.FromModelConfig(cfg)
 	r.Params = int64(shape.Params().Total)
-	e, err := shape.Estimate(p, cost.Workload{Prompt: max(1, int(r.PromptTokens+0.5)), Output: int(r.OutputTokens + 0.5), Batch: 1, DType: dt, KV: kv, Threads: 2})
+	e, err := shape.Estimate(p, cost.Workload{Prompt: max(1, int(r.PromptTokens+0.5)), Output: int(r.OutputTokens + 0.5), Batch: 1, DType: dt, KV: kv, Threads: o.Threads})
 	if err != nil {
 		return err
 	}
@@ -196,7 +314,12 @@ func Run(ctx context.Context, baseDir, adaptedDir, work string, o Options) (*Res
 			fmt.Fprintf(o.Log, format, args...)
 		}
 	}
-	res := &Result{Profile: o.Profile, PricePerHour: o.PricePerHour}
+	prof, why, err := resolveProfile(o.Profile, o.Threads)
+	if err != nil {
+		return nil, fmt.Errorf("cost profile: %w", err)
+	}
+	logf("cost model: profile %s: %s\n", prof.Name, why)
+	res := &Result{Profile: prof.Name, ProfileWhy: why, PricePerHour: o.PricePerHour, ScoreCeiling: domain.BestScoreAccuracy}
 	docs := SpecializeCorpus(1000)
 	tokJSON, err := os.ReadFile(filepath.Join(baseDir, "tokenizer.json"))
 	if err != nil {
@@ -211,14 +334,15 @@ func Run(ctx context.Context, baseDir, adaptedDir, work string, o Options) (*Res
 		return nil, fmt.Errorf("analyze: %w", err)
 	}
 	specDir := filepath.Join(work, "specialized")
-	logf("specialize: prune + add up to %d merged tokens -> %s\n", SpecializeOptions.Add, specDir)
+	logf("specialize: prune the tokens the domain never uses, add at most %d new tokens -> %s\n", SpecializeOptions.Add, specDir)
 	ro := SpecializeOptions
 	for _, ex := range domain.Generate(HeldOutSeed, 100) {
-		ro.HeldOut = append(ro.HeldOut, specialize.Doc{Text: ex.Completion, Side: specialize.Output})
+		ro.HeldOut = append(ro.HeldOut, specialize.Doc{Text: ex.Prompt, Side: specialize.Input}, specialize.Doc{Text: ex.Completion, Side: specialize.Output})
 	}
 	if res.Specialization, err = specialize.Run(baseDir, docs, specDir, ro); err != nil {
 		return nil, fmt.Errorf("specialize: %w", err)
 	}
+	logf("specialize: %s\n", res.specializationSummary())
 	specTok, err := os.ReadFile(filepath.Join(specDir, "tokenizer.json"))
 	if err != nil {
 		return nil, err
@@ -236,11 +360,11 @@ func Run(ctx context.Context, baseDir, adaptedDir, work string, o Options) (*Res
 	}
 	exs := domain.Generate(HeldOutSeed, o.Prompts)
 	logf("evaluate: %d held-out prompts through each model (greedy, at most %d tokens)\n", len(exs), o.MaxTokens)
-	base, err := Evaluate(ctx, "base", baseDir, exs, o)
+	base, err := Evaluate(ctx, "base", baseDir, exs, prof, o)
 	if err != nil {
 		return nil, err
 	}
-	adapted, err := Evaluate(ctx, "specialized+adapted", adaptedDir, exs, o)
+	adapted, err := Evaluate(ctx, "specialized+adapted", adaptedDir, exs, prof, o)
 	if err != nil {
 		return nil, err
 	}
@@ -248,8 +372,105 @@ func Run(ctx context.Context, baseDir, adaptedDir, work string, o Options) (*Res
 	if base.OutputTokens > 0 {
 		res.OutputReduction = 1 - adapted.OutputTokens/base.OutputTokens
 	}
+	res.Verdict = pair(base.Answers, adapted.Answers, func(a Answer) bool { return a.Verdict })
+	res.Score = pair(base.Answers, adapted.Answers, func(a Answer) bool { return a.Score })
+	sample := func(i int) Sample {
+		return Sample{Index: i, Prompt: exs[i].Prompt, Expected: exs[i].Completion, Base: base.Answers[i].Text, Adapted: adapted.Answers[i].Text}
+	}
+	for i := range min(3, len(exs)) {
+		res.Samples = append(res.Samples, sample(i))
+	}
+	if len(exs) > 0 {
+		// The command puts to the base model, as `tokenwise generate --chat` renders it (the
+		// model's chat template is train.ChatPrompt, the format it was trained on), a prompt
+		// it answered sensibly (the right verdict and score, no other essay's topic), the one
+		// whose answer has the most fields as expected; when there is none, the closest.
+		bestI, best := 0, -1
+		for i, a := range base.Answers {
+			v := a.Fields
+			if a.Verdict && a.Score && !a.OtherTopic {
+				v += 100
+			}
+			if v > best {
+				bestI, best = i, v
+			}
+		}
+		cmdModel := o.CommandModel
+		if cmdModel == "" {
+			cmdModel = baseDir
+		}
+		res.GenerateSample, res.GenerateAnswer = sample(bestI), base.Answers[bestI].Text
+		res.Generate = []string{"generate", "--model", cmdModel, "--chat", "--max-tokens", fmt.Sprint(o.MaxTokens), "--prompt", exs[bestI].Prompt}
+	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// resolveProfile is the cost profile Run prices with, and how it was chosen: the one asked
+// for; with "" or "auto", the shipped CPU profile measured on a machine like this one, or
+// when there is none a quick calibration of this machine at the demo's threads.
+func resolveProfile(name string, threads int) (*cost.Profile, string, error) {
+	if name != "" && name != "auto" {
+		p, err := cost.LoadProfile(name)
+		return p, "as asked (--profile)", err
+	}
+	match, why := cost.MatchProfile(cost.ThisCPU())
+	if match != "" {
+		p, err := cost.LoadProfile(match)
+		return p, "shipped; " + why, err
+	}
+	p, err := cost.QuickCalibrate("this-machine", max(1, threads), 0)
+	if err != nil {
+		return nil, "", err
+	}
+	c := p.Calibration[0]
+	return p, fmt.Sprintf("a quick calibration of this machine at %d threads (read %.1f GB/s, FMA %.0f GFLOP/s, × efficiencies %.1f memory and %.1f compute as in epyc-zen3-2core), since %s",
+		c.Threads, c.ReadGBs, c.FMAGFLOPS, p.MemoryEfficiency, p.ComputeEfficiency, why), nil
+}
+
+// pair compares two models' answers to the same prompts on one criterion.
+func pair(base, adapted []Answer, right func(Answer) bool) Paired {
+	var p Paired
+	for i := range min(len(base), len(adapted)) {
+		switch b, a := right(base[i]), right(adapted[i]); {
+		case b && !a:
+			p.BaseOnly++
+		case a && !b:
+			p.AdaptedOnly++
+		}
+	}
+	p.P = signTest(p.BaseOnly, p.AdaptedOnly)
+	return p
+}
+
+// signTest is the exact two-sided p-value of b against c successes under a fair coin
+// (McNemar's exact test on the prompts where two models differ).
+func signTest(b, c int) float64 {
+	n, k := b+c, min(b, c)
+	if n == 0 {
+		return 1
+	}
+	// P(X <= k) for X ~ Binomial(n, 1/2), from the log of each term.
+	var tail float64
+	for i := 0; i <= k; i++ {
+		lg, _ := math.Lgamma(float64(n + 1))
+		l1, _ := math.Lgamma(float64(i + 1))
+		l2, _ := math.Lgamma(float64(n - i + 1))
+		tail += math.Exp(lg - l1 - l2 - float64(n)*math.Ln2)
+	}
+	return min(1, 2*tail)
+}
+
+// wilson is the 95% Wilson score interval of k successes in n trials.
+func wilson(k, n int) [2]float64 {
+	if n == 0 {
+		return [2]float64{0, 1}
+	}
+	const z = 1.959964
+	p, nf := float64(k)/float64(n), float64(n)
+	c := (p + z*z/(2*nf)) / (1 + z*z/nf)
+	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / (1 + z*z/nf)
+	return [2]float64{max(0, c-h), min(1, c+h)}
 }
 
 // sameJSON compares two JSON documents by value (key order and spacing aside).

@@ -29,12 +29,31 @@ type Example struct {
 	Prompt     string
 	Completion string
 	Fields     Verdict
+	Topic      string // what the essay is about ("school uniforms"), one of Topics
+}
+
+// Topics are the subjects essays are written on, as verdicts name them.
+func Topics() []string {
+	var names []string
+	for _, t := range topics {
+		names = append(names, t.name)
+	}
+	return names
 }
 
 // Instruction is the fixed grading instruction that opens every prompt.
 const Instruction = `You are an essay grader. Read the student's essay and grade it with the rubric.
 Rubric: score, grammar, coherence and vocabulary are integers from 1 to 5; verdict is "pass" when score >= 3, else "fail".
 Answer with one JSON object with the keys score, grammar, coherence, vocabulary, verdict, strengths, weaknesses, feedback.`
+
+// BestScoreAccuracy is the score accuracy a perfect grader can expect on these examples.
+// The essay depends on its score only through whether it is weak (1-2: writeEssay drops
+// capitals and runs sentences on) or not (3-5), and within each group the score is drawn
+// uniformly, so the best guess is right 1/2 of the time for a weak essay (2 of the 5
+// levels) and 1/3 for the others: 2/5 × 1/2 + 3/5 × 1/3 = 40%, a little less for the few
+// weak essays that happen to show no sign of it. The verdict (pass from 3 up) is what the
+// essay does decide.
+const BestScoreAccuracy = 2.0/5*(1.0/2) + 3.0/5*(1.0/3)
 
 // Generate returns n examples drawn from seed. The same seed always gives the same examples.
 func Generate(seed uint64, n int) []Example {
@@ -82,7 +101,7 @@ func generateOne(r *rand.Rand) Example {
 	}
 	// json.Marshal writes no spaces; graders (and chat models) write `"key": value`.
 	prompt := fmt.Sprintf("%s\n\nTopic: %s\n\nEssay:\n%s", Instruction, topic.title, essay)
-	return Example{Prompt: prompt, Completion: spaced(string(completion)), Fields: v}
+	return Example{Prompt: prompt, Completion: spaced(string(completion)), Fields: v, Topic: topic.name}
 }
 
 // spaced re-renders compact JSON with a space after each key colon and comma, the way

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -80,4 +81,24 @@ func ExampleGenerate() {
 	// Output:
 	// pass 5
 	// {"score": 5, "grammar": 5, "coherence":
+}
+
+// BestScoreAccuracy rests on this: from the same random state, essays of levels 3, 4 and 5
+// are the same text, and so are levels 1 and 2; the two groups differ.
+func TestEssayShowsOnlyWeakOrNot(t *testing.T) {
+	differ := 0
+	for seed := range uint64(50) {
+		essay := func(q int) string {
+			return writeEssay(rand.New(rand.NewPCG(seed, 1)), topics[seed%uint64(len(topics))], q)
+		}
+		if essay(3) != essay(4) || essay(4) != essay(5) || essay(1) != essay(2) {
+			t.Fatalf("seed %d: essays within a group differ: the score shows beyond weak/not, and BestScoreAccuracy is wrong", seed)
+		}
+		if essay(2) != essay(3) {
+			differ++
+		}
+	}
+	if differ < 45 {
+		t.Errorf("weak and other essays differ for %d of 50 seeds: want nearly all", differ)
+	}
 }

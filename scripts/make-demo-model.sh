@@ -21,7 +21,7 @@ ADAPT_STEPS=${DEMO_ADAPT_STEPS:-500}
 STOP_AT=${DEMO_STOP_AT:-0}   # stop the base run after this many steps (0: all); the schedule still spans STEPS
 mkdir -p "$WORK"
 go build -o "$WORK/tokenwise" ./cmd/tokenwise
-go run ./tests/specialize/gencorpus -train 4000 -held-out 200 -out "$WORK"
+"$WORK/tokenwise" corpus --train 4000 --held-out 200 --out "$WORK"
 if [[ $STAGE == all || $STAGE == base ]]; then
   "$WORK/tokenwise" train-tokenizer --corpus "$WORK/train.jsonl,demo/data/general.txt" --vocab-size 2048 --out "$WORK/tok"
   "$WORK/tokenwise" train --config demo/base-config.json --tokenizer "$WORK/tok" \
@@ -31,7 +31,7 @@ if [[ $STAGE == all || $STAGE == base ]]; then
 fi
 if [[ $STAGE == all || $STAGE == adapt ]]; then
   mkdir -p "$WORK/spec"
-  go run ./tests/specialize/gencorpus -train 1000 -held-out 1 -out "$WORK/spec"
+  "$WORK/tokenwise" corpus --train 1000 --held-out 1 --out "$WORK/spec"
   rm -rf "$WORK/specialized"
   "$WORK/tokenwise" specialize --model demo/model --corpus "$WORK/spec/train.jsonl" --prune --add 128 --init exp --out "$WORK/specialized"
   "$WORK/tokenwise" adapt --model "$WORK/specialized" --corpus "$WORK/train.jsonl" --eval "$WORK/held-out.jsonl" --eval-max 40 \

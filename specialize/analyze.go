@@ -38,9 +38,11 @@ type Analysis struct {
 	// IDsFor are how many of the most frequent ids cover 50%, 90%, 99% of all tokens.
 	IDsFor50, IDsFor90, IDsFor99 int
 	TopTokens                    []Fragment `json:"top_tokens"`
-	Fragmented                   []Fragment `json:"most_fragmented_words"` // by tokens spent beyond one per word
-	JSONKeys                     []Fragment `json:"json_keys"`
-	Projection                   *Report    `json:"projection"`
+	Fragmented                   []Fragment `json:"most_fragmented_words"` // by tokens spent beyond one per word; empty when every word is one token
+	// DistinctWords is how many different words (pre-tokens, added tokens aside) the corpus has.
+	DistinctWords int        `json:"distinct_words"`
+	JSONKeys      []Fragment `json:"json_keys"`
+	Projection    *Report    `json:"projection"`
 	// LM-head rows and bytes of one decode step, before and after (bytes need the hidden size).
 	HeadRowsBefore  int   `json:"lm_head_rows_before"`
 	HeadRowsAfter   int   `json:"lm_head_rows_after"`
@@ -150,6 +152,8 @@ func Analyze(tokJSON []byte, docs []Doc, opts Options, hidden, bytesPerElem int,
 		}
 		return out
 	}
+	a.DistinctWords = len(pieces)
+	a.Fragmented = []Fragment{}
 	for s, st := range pieces {
 		if len(st.tokens) > 1 {
 			a.Fragmented = append(a.Fragmented, Fragment{Text: s, Count: st.count, Tokens: len(st.tokens), Pieces: pieceStrs(st.tokens)})
@@ -217,9 +221,13 @@ func (a *Analysis) Text(w io.Writer) {
 	}
 	fmt.Fprintf(w, "vocabulary coverage: %d of %d ids used (%.2f%%); %d / %d / %d ids cover 50%% / 90%% / 99%% of tokens\n",
 		a.UsedIDs, a.VocabSize, 100*a.Coverage, a.IDsFor50, a.IDsFor90, a.IDsFor99)
-	fmt.Fprintf(w, "\nmost fragmented words (occurrences x tokens):\n")
-	for _, f := range a.Fragmented[:min(len(a.Fragmented), 12)] {
-		fmt.Fprintf(w, "  %6d x %d  %q  %q\n", f.Count, f.Tokens, f.Text, f.Pieces)
+	if len(a.Fragmented) == 0 {
+		fmt.Fprintf(w, "\nmost fragmented words: none; each of the corpus's %d distinct words is one token\n", a.DistinctWords)
+	} else {
+		fmt.Fprintf(w, "\nmost fragmented words (occurrences x tokens):\n")
+		for _, f := range a.Fragmented[:min(len(a.Fragmented), 12)] {
+			fmt.Fprintf(w, "  %6d x %d  %q  %q\n", f.Count, f.Tokens, f.Text, f.Pieces)
+		}
 	}
 	if len(a.JSONKeys) > 0 {
 		fmt.Fprintf(w, "\nJSON keys:\n")

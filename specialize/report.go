@@ -158,13 +158,20 @@ func (r *Report) Text() string {
 	}
 	b.WriteString("\n")
 	side := func(name string, e Evaluation) {
-		fmt.Fprintf(&b, "%s tokens: input %d -> %d (%s), output %d -> %d (%s)",
-			name, e.Before.Input, e.After.Input, pct(e.Before.Input, e.After.Input),
-			e.Before.Output, e.After.Output, pct(e.Before.Output, e.After.Output))
-		if e.Before.Text > 0 {
-			fmt.Fprintf(&b, ", text %d -> %d (%s)", e.Before.Text, e.After.Text, pct(e.Before.Text, e.After.Text))
+		// Only the sides the texts have: a corpus of completions has no input to count.
+		var parts []string
+		for _, sd := range []struct {
+			name          string
+			before, after int
+		}{{"input", e.Before.Input, e.After.Input}, {"output", e.Before.Output, e.After.Output}, {"text", e.Before.Text, e.After.Text}} {
+			if sd.before > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d -> %d (%s)", sd.name, sd.before, sd.after, pct(sd.before, sd.after)))
+			}
 		}
-		fmt.Fprintf(&b, "; texts longer: %d; round-trip failures: %d\n", e.After.Longer, e.RoundTrip)
+		if len(parts) == 0 {
+			parts = append(parts, "none")
+		}
+		fmt.Fprintf(&b, "%s tokens: %s; texts longer: %d; round-trip failures: %d\n", name, strings.Join(parts, ", "), e.After.Longer, e.RoundTrip)
 	}
 	side("corpus", r.Corpus)
 	if r.HeldOut != nil {

@@ -104,3 +104,20 @@ func TestOverlaps(t *testing.T) {
 		}
 	}
 }
+
+// The report counts only the sides its texts have: held-out completions alone print no
+// "input 0 -> 0 (n/a)".
+func TestReportTextSides(t *testing.T) {
+	r := &Report{VocabBefore: 10, VocabAfter: 8, Kept: 8,
+		Corpus:  Evaluation{Before: Counts{Input: 100, Output: 50}, After: Counts{Input: 90, Output: 20}},
+		HeldOut: &Evaluation{Before: Counts{Output: 40}, After: Counts{Output: 16}}}
+	txt := r.Text()
+	for _, want := range []string{"corpus tokens: input 100 -> 90 (-10.0%), output 50 -> 20 (-60.0%); texts longer", "held-out tokens: output 40 -> 16 (-60.0%); texts longer"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("report lacks %q:\n%s", want, txt)
+		}
+	}
+	if strings.Contains(txt, "n/a") || strings.Contains(txt, "text 0") {
+		t.Errorf("report counts a side with no texts:\n%s", txt)
+	}
+}

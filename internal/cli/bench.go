@@ -100,11 +100,22 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 		r.DecodeTokS, r.DecodeGFLOPS, r.DecodeGBs, r.WeightBytesStep/1e6, r.KVBytesStep/1e6)
 	fmt.Fprintf(stdout, "LM head  %9.2f ms of %.2f ms per step: %.1f%%\n", r.LMHeadMsPerStep, r.DecodeMsPerStep, 100*r.LMHeadShare)
 	if r.PeakRSS > 0 {
-		need := r.WeightsBytes + r.KVCacheBytes
-		fmt.Fprintf(stdout, "memory   peak RSS %.1f MB = weights %.1f MB + KV %.1f MB %+.1f%%\n",
-			float64(r.PeakRSS)/1e6, float64(r.WeightsBytes)/1e6, float64(r.KVCacheBytes)/1e6, 100*float64(r.PeakRSS-need)/float64(need))
+		fmt.Fprintf(stdout, "memory   %s\n", memoryBreakdown(r.PeakRSS, r.WeightsBytes, r.KVCacheBytes))
 	}
 	return nil
+}
+
+// memoryBreakdown splits the peak resident set into the weights, the KV cache and the rest
+// (the program and the Go runtime, the tokenizer, activations). With --mmap, pages of the weights
+// may never be read in, and the peak can be under weights + KV.
+func memoryBreakdown(peakRSS, weights, kv int64) string {
+	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+	other := peakRSS - weights - kv
+	if other < 0 {
+		return fmt.Sprintf("peak RSS %s (less than weights %s + KV %s: not all of the weights were resident)", mb(peakRSS), mb(weights), mb(kv))
+	}
+	return fmt.Sprintf("peak RSS %s (weights %s, KV cache %s, other %s: program and Go runtime, tokenizer, activations)",
+		mb(peakRSS), mb(weights), mb(kv), mb(other))
 }
 
 // modelGC tunes the collector for a process that runs a model (bench, generate, serve),

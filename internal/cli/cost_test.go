@@ -59,7 +59,7 @@ func TestCostCommandPlotAndErrors(t *testing.T) {
 		{"cost", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm", "--dtype", "q3_x"},
 		{"cost", "--model", "/no/such/config.json", "--hardware", "h100-sxm"},
 		{"cost", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm", "--mem-budget", "lots"},
-		{"plan", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm"},
+		{"plan", "--model", repoPath("configs", "qwen3-4b.json"), "--hardware", "h100-sxm", "--qps", "0"},
 	} {
 		if _, _, err := runCLI(t, args...); err == nil {
 			t.Errorf("%v: no error", args)
@@ -86,6 +86,44 @@ func TestPlanCommand(t *testing.T) {
 	}
 	if p.CostPerMOut <= p.CostPerMIn {
 		t.Errorf("cost per million output %g ≤ input %g", p.CostPerMOut, p.CostPerMIn)
+	}
+}
+
+// Without --qps, plan sizes for 1 request per second; a bare config.json has no weights, so
+// the launch commands load a named placeholder (with a note), while a checkpoint folder is
+// served as itself.
+func TestPlanDefaultsAndServedModel(t *testing.T) {
+	cfg := repoPath("configs", "qwen3-4b.json")
+	out, stderr, err := runCLI(t, "plan", "--model", cfg, "--hardware", "h100-sxm")
+	if err != nil {
+		t.Fatalf("plan without --qps: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, ": 1 req/s of 512 in + 128 out tokens") {
+		t.Errorf("plan without --qps: want 1 req/s:\n%s", out)
+	}
+	_, cmds, _ := strings.Cut(out, "\nvLLM:")
+	if strings.Contains(cmds, "configs") || !strings.Contains(out, "vLLM:    vllm serve $MODEL --tensor-parallel-size ") ||
+		!strings.Contains(out, "--model-path $MODEL ") || !strings.Contains(out, "has no weights to serve: the launch commands load $MODEL") {
+		t.Errorf("launch commands for a config file: want the $MODEL placeholder and a note:\n%s", out)
+	}
+
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3")
+	if _, stderr, err := runCLI(t, "synth", "--config", repoPath("configs", "tiny-qwen3.json"),
+		"--tokenizer", repoPath("internal", "cli", "testdata", "tiny-tokenizer.json"), "--dtype", "bf16", "--out", dir); err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr)
+	}
+	for _, m := range []string{dir, filepath.Join(dir, "config.json")} {
+		out, stderr, err := runCLI(t, "plan", "--model", m, "--hardware", "h100-sxm", "--json")
+		if err != nil {
+			t.Fatalf("plan --model %s: %v\n%s", m, err, stderr)
+		}
+		var p cost.Plan
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(p.VLLM, "vllm serve "+dir+" ") || !strings.Contains(p.SGLang, "--model-path "+dir+" ") || strings.Contains(strings.Join(p.Notes, " "), "$MODEL") {
+			t.Errorf("plan --model %s: want the folder served:\n%s\n%s\n%q", m, p.VLLM, p.SGLang, p.Notes)
+		}
 	}
 }
 

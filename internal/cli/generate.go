@@ -59,7 +59,9 @@ With --chat the prompt is the user message of a conversation rendered by the mod
 template (tokenizer_config.json's chat_template, or GGUF's tokenizer.chat_template).
 Generation stops at the model's EOS ids (config.json, generation_config.json), the
 tokenizer's EOS token, a --stop string (not printed), --max-tokens or the context.
---temperature 0 (the default) is greedy decoding.`,
+--temperature 0 (the default) is greedy decoding: the same prompt gives the same text every
+run. tokenwise serve follows OpenAI instead: a request without "temperature" samples at
+temperature 1; send "temperature": 0 to get this command's greedy output from the server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runGenerate(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -72,7 +74,7 @@ tokenizer's EOS token, a --stop string (not printed), --max-tokens or the contex
 	fl.StringVar(&f.system, "system", "", "system message (with --chat)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 256, "most tokens to generate (0: until the context is full)")
 	fl.IntVar(&f.ctxSize, "ctx-size", 0, "context length (0: the model's)")
-	fl.Float32Var(&f.temperature, "temperature", 0, "sampling temperature (0: greedy)")
+	fl.Float32Var(&f.temperature, "temperature", 0, "sampling temperature (0: greedy; the server's default is 1, as OpenAI's)")
 	fl.IntVar(&f.topK, "top-k", 0, "keep the K most likely tokens (0: off)")
 	fl.Float32Var(&f.topP, "top-p", 1, "nucleus sampling: keep the most likely tokens up to this probability (1: off)")
 	fl.Float32Var(&f.minP, "min-p", 0, "drop tokens below this fraction of the top token's probability (0: off)")
@@ -128,7 +130,7 @@ func runGenerate(ctx context.Context, f generateFlags, stdout, stderr io.Writer)
 
 	tok, err := loadModelTokenizer(f.model)
 	if err != nil {
-		return err
+		return fmt.Errorf("generate: %w", err)
 	}
 	var ids []int
 	if f.chat {
@@ -204,30 +206,31 @@ func summaryLine(r *engine.Result) string {
 		r.Usage.PromptTokens, t.PrefillMs, t.PrefillTokS, t.TTFTMs, t.DecodeTokS, t.DecodeSteps, t.DecodeMs, r.Usage.CompletionTokens, r.FinishReason)
 }
 
-// loadModelTokenizer loads the tokenizer that goes with a model path.
+// loadModelTokenizer loads the tokenizer that goes with a model path. Its errors name the
+// path, not the command: each command (generate, bench, serve) puts its own name in front.
 func loadModelTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("generate: --model: %w", err)
+		return nil, fmt.Errorf("--model: %w", err)
 	}
 	if !st.IsDir() {
 		if !strings.EqualFold(filepath.Ext(path), ".gguf") {
-			return nil, fmt.Errorf("generate: %s: not a model folder or .gguf file", path)
+			return nil, fmt.Errorf("--model %s: not a model folder or .gguf file", path)
 		}
 		f, err := gguf.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("generate: %w", err)
+			return nil, err
 		}
 		defer f.Close()
 		tok, err := tokenizer.FromGGUF(f)
 		if err != nil {
-			return nil, fmt.Errorf("generate: %s: tokenizer: %w", path, err)
+			return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
 		}
 		return tok, nil
 	}
 	tok, err := tokenizer.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("generate: %s: tokenizer: %w", path, err)
+		return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
 	}
 	return tok, nil
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +23,7 @@ type planFlags struct {
 func newPlanCmd() *cobra.Command {
 	var f planFlags
 	cmd := &cobra.Command{
-		Use:   "plan --model PATH|CONFIG --hardware NAME|FILE --qps Q --prompt N --output M",
+		Use:   "plan --model PATH|CONFIG --hardware NAME|FILE [--qps Q] [--prompt N] [--output M]",
 		Short: "Size a deployment: tensor parallelism, replicas, throughput, latency, cost per million tokens",
 		Long: `Plan finds the tensor-parallel degree (1, 2, 4, 8, 16: it must divide the attention heads,
 and each device must hold its share of the weights plus KV cache) and the number of replicas
@@ -29,7 +32,11 @@ devices, keeping each replica under 80% of its capacity and, with --p99-ttft, th
 99th-percentile time to first token under the target. Times come from the same roofline as
 'tokenwise cost', plus two all-reduces per layer over the interconnect when TP > 1.
 With --gpu-hour-price it splits the bill into cost per million input and output tokens by
-the device time each phase takes. It prints matching vLLM and SGLang launch commands.`,
+the device time each phase takes. It prints matching vLLM and SGLang launch commands for the
+model --serve-name names: by default the --model folder or .gguf file; for a bare
+config.json (such as configs/qwen3-4b.json, a shape with no weights) they serve $MODEL, a
+placeholder for the Hugging Face id or checkpoint folder you would pass.
+Without --qps it plans for 1 request per second.`,
 		Example: `  tokenwise plan --model configs/qwen3-4b.json --hardware h100-sxm --qps 20 --prompt 1024 --output 256 --gpu-hour-price 2.5`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,7 +46,7 @@ the device time each phase takes. It prints matching vLLM and SGLang launch comm
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "config.json, a model folder or a .gguf file")
 	fl.StringVar(&f.hardware, "hardware", "", "profile name or file")
-	fl.Float64Var(&f.qps, "qps", 0, "requests per second")
+	fl.Float64Var(&f.qps, "qps", 1, "requests per second to serve")
 	fl.IntVar(&f.prompt, "prompt", 512, "input tokens per request")
 	fl.IntVar(&f.output, "output", 128, "output tokens per request")
 	fl.Float64Var(&f.p99, "p99-ttft", 0, "target 99th-percentile time to first token, seconds (0: none)")
@@ -48,7 +55,7 @@ the device time each phase takes. It prints matching vLLM and SGLang launch comm
 	fl.StringVar(&f.kvDType, "kv-dtype", "", "KV cache dtype (as for cost)")
 	fl.IntVar(&f.maxBatch, "max-batch", 256, "most sequences per replica (vLLM --max-num-seqs)")
 	fl.Float64Var(&f.memUtil, "mem-util", 0.9, "share of device memory for weights + KV cache")
-	fl.StringVar(&f.serve, "serve-name", "", "model name or path in the launch commands (default: --model)")
+	fl.StringVar(&f.serve, "serve-name", "", "Hugging Face id or checkpoint folder in the launch commands (default: the --model folder or .gguf; $MODEL for a config file)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the plan as JSON")
 	return cmd
 }
@@ -61,9 +68,9 @@ func runPlan(f planFlags, stdout io.Writer) error {
 	if f.qps <= 0 {
 		return fmt.Errorf("plan: --qps %g: must be positive", f.qps)
 	}
-	serve := f.serve
+	serve, note := f.serve, ""
 	if serve == "" {
-		serve = f.model
+		serve, note = servedModel(f.model)
 	}
 	pl, err := s.Plan(hw, cost.PlanInput{
 		QPS: f.qps, Prompt: f.prompt, Output: f.output, P99TTFT: f.p99, GPUHourPrice: f.price,
@@ -71,6 +78,9 @@ func runPlan(f planFlags, stdout io.Writer) error {
 	})
 	if err != nil {
 		return err
+	}
+	if note != "" {
+		pl.Notes = append(pl.Notes, note)
 	}
 	if f.jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -94,4 +104,28 @@ func runPlan(f planFlags, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nvLLM:    %s\nSGLang:  %s\n", pl.VLLM, pl.SGLang)
 	return nil
+}
+
+// modelPlaceholder stands for the model in launch commands when --model is a shape, not a
+// checkpoint: the user sets it (MODEL=Qwen/Qwen3-4B) or passes --serve-name.
+const modelPlaceholder = "$MODEL"
+
+// servedModel is what vLLM and SGLang should load for --model: the checkpoint folder (also
+// when --model is the config.json inside one that holds weights) or the .gguf file as
+// given; for a config file with no weights beside it, the placeholder and a note saying so.
+func servedModel(modelPath string) (serve, note string) {
+	dir := ""
+	if st, err := os.Stat(modelPath); err == nil && st.IsDir() {
+		dir = modelPath
+	} else if strings.EqualFold(filepath.Ext(modelPath), ".gguf") {
+		return modelPath, ""
+	} else if filepath.Base(modelPath) == "config.json" {
+		dir = filepath.Dir(modelPath)
+	}
+	if dir != "" {
+		if w, _ := filepath.Glob(filepath.Join(dir, "*.safetensors")); len(w) > 0 {
+			return filepath.Clean(dir), ""
+		}
+	}
+	return modelPlaceholder, fmt.Sprintf("%s has no weights to serve: the launch commands load %s; set it to the model's Hugging Face id or checkpoint folder (MODEL=Qwen/Qwen3-4B), or pass --serve-name", modelPath, modelPlaceholder)
 }

@@ -55,6 +55,7 @@ func newRoot() *cobra.Command {
 		newCostCmd(),
 		newPlanCmd(),
 		newSynthCmd(),
+		newCorpusCmd(),
 		newAnalyzeCmd(),
 		newSpecializeCmd(),
 		newTrainTokenizerCmd(),

@@ -46,6 +46,10 @@ paged KV cache of --kv-cache-mem bytes with prefix caching. When --max-waiting r
 queued, more get 429 with Retry-After. Each response's usage reports its prefill and decode
 time and steps.
 
+Sampling defaults are OpenAI's: a request without "temperature" samples at temperature 1,
+so its answer varies from request to request. Send "temperature": 0 for greedy decoding,
+the default of tokenwise generate (which gives the same text for the same prompt).
+
 With --api-key (or TOKENWISE_API_KEY), every endpoint except /health and /metrics needs
 "Authorization: Bearer KEY". SIGTERM or Ctrl-C stops accepting requests, lets those in
 flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
@@ -107,7 +111,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	}
 	tok, err := loadModelTokenizer(f.model)
 	if err != nil {
-		return err
+		return fmt.Errorf("serve: %w", err)
 	}
 	kv, err := model.ParseKVDType(f.kvDType)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,65 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "shutting down") {
 		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
+
+// A model path that cannot be used fails each command with one line that starts with that
+// command's own name (the shared tokenizer loader once prefixed them all "generate:").
+func TestModelErrorsNameTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	notModel := filepath.Join(dir, "weights.bin")
+	badGGUF := filepath.Join(dir, "broken.gguf")
+	for p, data := range map[string]string{notModel: "x", badGGUF: "not a gguf file"} {
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"generate", "bench", "serve"} {
+		for _, tc := range []struct{ model, want string }{
+			{filepath.Join(dir, "missing"), "missing"},
+			{notModel, "weights.bin: not a model folder or .gguf file"},
+			{badGGUF, "broken.gguf"},
+			{empty, "empty: tokenizer"},
+		} {
+			args := []string{cmd, "--model", tc.model}
+			if cmd == "generate" {
+				args = append(args, "--prompt", "hi")
+			}
+			_, _, err := runCLI(t, args...)
+			if err == nil {
+				t.Errorf("%q: no error", args)
+				continue
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, cmd+": ") || strings.Contains(strings.TrimPrefix(msg, cmd+": "), "generate:") ||
+				!strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("%q: error %q, want one line starting %q and naming %q", args, msg, cmd+": ", tc.want)
+			}
+		}
+	}
+}
+
+// The server samples at OpenAI's temperature 1 by default, generate decodes greedily: both
+// -h texts say so, and how to get the other behaviour.
+func TestTemperatureDefaultsInHelp(t *testing.T) {
+	for cmd, want := range map[string][]string{
+		"serve":    {`a request without "temperature" samples at temperature 1`, `Send "temperature": 0 for greedy decoding`, "the default of tokenwise generate"},
+		"generate": {"--temperature 0 (the default) is greedy decoding", `a request without "temperature" samples at`, `send "temperature": 0`},
+	} {
+		out, _, err := runCLI(t, cmd, "-h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, w := range want {
+			if !strings.Contains(flat, w) {
+				t.Errorf("%s -h lacks %q:\n%s", cmd, w, out)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,33 @@ func TestAnalyzeJSONAndHTML(t *testing.T) {
 	page, err := os.ReadFile(html)
 	if err != nil || !strings.Contains(string(page), "tokens after") {
 		t.Fatalf("html: %v %.200s", err, page)
+	}
+}
+
+// Under the demo model's tokenizer, trained on this domain, every word of the corpus is one
+// token: analyze says so instead of printing an empty "most fragmented words" list.
+func TestAnalyzeNoFragmentedWords(t *testing.T) {
+	corpus := domainCorpus(t, 1, 40)
+	out, _, err := runCLI(t, "analyze", "--tokenizer", repoPath("demo", "model"), "--corpus", corpus, "--add", "16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "most fragmented words (") || !strings.Contains(out, "most fragmented words: none; each of the corpus's ") {
+		t.Errorf("analyze:\n%s", out)
+	}
+	js, _, err := runCLI(t, "analyze", "--tokenizer", repoPath("demo", "model"), "--corpus", corpus, "--add", "16", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Fragmented    []any `json:"most_fragmented_words"`
+		DistinctWords int   `json:"distinct_words"`
+	}
+	if err := json.Unmarshal([]byte(js), &a); err != nil || a.Fragmented == nil || len(a.Fragmented) != 0 || a.DistinctWords == 0 {
+		t.Errorf("--json: %v: fragmented %v, %d distinct words; want [] and a count", err, a.Fragmented, a.DistinctWords)
+	}
+	if !strings.Contains(out, fmt.Sprintf("each of the corpus's %d distinct words is one token", a.DistinctWords)) {
+		t.Errorf("text and JSON disagree on the distinct words (%d):\n%s", a.DistinctWords, out)
 	}
 }
 

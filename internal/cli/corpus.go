@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tokenwise/tokenwise/domain"
+)
+
+type corpusFlags struct {
+	out            string
+	train, heldOut int
+	jsonOut        bool
+}
+
+func newCorpusCmd() *cobra.Command {
+	var f corpusFlags
+	cmd := &cobra.Command{
+		Use:   "corpus --out DIR [--train N] [--held-out N] [--json]",
+		Short: "Write the seeded essay-grading domain corpus (train and held-out JSONL) for analyze and specialize",
+		Long: `Corpus writes the domain the demo model was trained on: essay-grading requests and the
+JSON verdicts a grader writes for them (package domain). Each line of the JSONL files is
+{"prompt": ..., "completion": ...}:
+  prompt      a fixed grading instruction (rubric and the eight keys), "Topic: ..." and a
+              2-3 paragraph student essay
+  completion  {"score": 1-5, "grammar", "coherence", "vocabulary": 1-5, "verdict": "pass"
+              or "fail" (pass when score >= 3), "strengths", "weaknesses", "feedback"}
+The essay shows whether it is weak (score 1-2: sentences without capitals, run-ons) or not,
+so the verdict is computable from it; the score within each group is drawn at random, so no
+grader can expect more than 40% score accuracy (domain.BestScoreAccuracy).
+
+--out DIR gets train.jsonl (--train examples, seed 1: what the demo model and its
+adaptation were trained on) and held-out.jsonl (--held-out examples, seed 2: what the demo
+measures on); a split of 0 examples is not written. The same counts always give the same
+files. These are the corpus files 'tokenwise analyze' and 'tokenwise specialize' read:
+prompts count as the input side, completions as the output side.
+
+Without --json it logs each file to stderr; --json prints
+{"files": [{"split","seed","examples","path","bytes"}, ...]} on stdout.`,
+		Example: `  tokenwise corpus --out essays/
+  tokenwise analyze --tokenizer MODEL --corpus essays/train.jsonl
+  tokenwise specialize --model MODEL --corpus essays/train.jsonl --held-out essays/held-out.jsonl --prune --add 256 --out MODEL-essays/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCorpus(f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "", "folder to write train.jsonl and held-out.jsonl into (created if needed)")
+	fl.IntVar(&f.train, "train", 2000, "examples in train.jsonl (seed 1)")
+	fl.IntVar(&f.heldOut, "held-out", 500, "examples in held-out.jsonl (seed 2)")
+	fl.BoolVar(&f.jsonOut, "json", false, `print {"files": [{"split","seed","examples","path","bytes"}]}`)
+	return cmd
+}
+
+// corpusJSON is the --json output.
+type corpusJSON struct {
+	Files []domain.File `json:"files"`
+}
+
+func runCorpus(f corpusFlags, stdout, stderr io.Writer) error {
+	if f.out == "" {
+		return errors.New("corpus: --out is required")
+	}
+	if f.train < 0 || f.heldOut < 0 || f.train+f.heldOut == 0 {
+		return fmt.Errorf("corpus: --train %d, --held-out %d: must not be negative, and not both 0", f.train, f.heldOut)
+	}
+	files, err := domain.WriteSplits(f.out, domain.Splits(f.train, f.heldOut))
+	if err != nil {
+		return fmt.Errorf("corpus: %w", err)
+	}
+	if f.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(corpusJSON{Files: files})
+	}
+	for _, fi := range files {
+		fmt.Fprintf(stderr, "wrote %s: %d %s examples (seed %d), %s\n", fi.Path, fi.N, fi.Name, fi.Seed, human(float64(fi.Bytes)))
+	}
+	return nil
+}

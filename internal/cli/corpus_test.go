@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/domain"
+	"github.com/tokenwise/tokenwise/specialize"
+)
+
+// corpus writes the seeded domain splits; analyze and specialize read them.
+func TestCorpusCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "essays")
+	out, stderr, err := runCLI(t, "corpus", "--out", dir, "--train", "30", "--held-out", "5", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var got corpusJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	train, held := filepath.Join(dir, "train.jsonl"), filepath.Join(dir, "held-out.jsonl")
+	want := []domain.File{{Split: domain.Split{Name: "train", Seed: 1, N: 30}, Path: train}, {Split: domain.Split{Name: "held-out", Seed: 2, N: 5}, Path: held}}
+	for i := range got.Files {
+		if st, err := os.Stat(got.Files[i].Path); err != nil || st.Size() != got.Files[i].Bytes || st.Size() == 0 {
+			t.Errorf("%s: %v, %d bytes reported", got.Files[i].Path, err, got.Files[i].Bytes)
+		}
+		if i < len(want) {
+			want[i].Bytes = got.Files[i].Bytes
+		}
+	}
+	if !reflect.DeepEqual(got.Files, want) {
+		t.Fatalf("--json files %+v, want %+v", got.Files, want)
+	}
+	// The files hold exactly domain.Generate's examples, prompts as input and completions
+	// as output, as specialize.ReadCorpus reads them.
+	for _, f := range got.Files {
+		docs, err := specialize.ReadCorpus(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exs := domain.Generate(f.Seed, f.N)
+		if len(docs) != 2*len(exs) {
+			t.Fatalf("%s: %d texts, want %d", f.Path, len(docs), 2*len(exs))
+		}
+		for i, ex := range exs {
+			if docs[2*i] != (specialize.Doc{Text: ex.Prompt, Side: specialize.Input}) || docs[2*i+1] != (specialize.Doc{Text: ex.Completion, Side: specialize.Output}) {
+				t.Fatalf("%s: example %d differs from domain.Generate(%d)", f.Path, i, f.Seed)
+			}
+		}
+	}
+
+	out, _, err = runCLI(t, "analyze", "--tokenizer", repoPath("demo", "model"), "--corpus", train, "--add", "16")
+	if flat := strings.Join(strings.Fields(out), " "); err != nil || !strings.Contains(flat, "input 30 texts") || !strings.Contains(flat, "output 30 texts") {
+		t.Fatalf("analyze the corpus: %v\n%s", err, out)
+	}
+	spec := filepath.Join(t.TempDir(), "spec")
+	if _, stderr, err := runCLI(t, "specialize", "--model", repoPath("demo", "model"), "--corpus", train, "--held-out", held, "--prune", "--add", "16", "--out", spec); err != nil {
+		t.Fatalf("specialize on the corpus: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(spec, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without --json: nothing on stdout, one line per file on stderr; and the same files.
+	again := filepath.Join(t.TempDir(), "again")
+	out, stderr, err = runCLI(t, "corpus", "--out", again, "--train", "30", "--held-out", "0")
+	if err != nil || out != "" || !strings.Contains(stderr, "train.jsonl: 30 train examples (seed 1)") || strings.Contains(stderr, "held-out") {
+		t.Fatalf("corpus without --json: %v, stdout %q, stderr %q", err, out, stderr)
+	}
+	a, _ := os.ReadFile(train)
+	b, _ := os.ReadFile(filepath.Join(again, "train.jsonl"))
+	if string(a) != string(b) {
+		t.Error("the same counts gave different train.jsonl files")
+	}
+	if _, err := os.Stat(filepath.Join(again, "held-out.jsonl")); err == nil {
+		t.Error("--held-out 0 wrote held-out.jsonl")
+	}
+
+	for _, args := range [][]string{
+		{"corpus"},
+		{"corpus", "--out", again, "--train", "-1"},
+		{"corpus", "--out", again, "--train", "0", "--held-out", "0"},
+		{"corpus", "--out", filepath.Join(train, "sub")}, // a file where the folder should be
+	} {
+		if _, _, err := runCLI(t, args...); err == nil || !strings.HasPrefix(err.Error(), "corpus: ") {
+			t.Errorf("%q: error %v, want one starting \"corpus: \"", args, err)
+		}
+	}
+}
