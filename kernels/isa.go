@@ -81,16 +81,17 @@ func SupportedISAs() []ISA {
 // TOKENWISE_Q8_TILE=256 / TOKENWISE_F16_DECODE=rows4 pick variants of single kernels.
 func DefaultISA() ISA { return defaultISA }
 
-var defaultISA = envISA()
+var defaultISA = envISA(os.Getenv, BestISA())
 
-func envISA() ISA {
-	i := BestISA()
-	if s := os.Getenv("TOKENWISE_ISA"); s != "" {
+// envISA is DefaultISA for the environment getenv reads on a CPU whose best ISA is best.
+func envISA(getenv func(string) string, best ISA) ISA {
+	i := best
+	if s := getenv("TOKENWISE_ISA"); s != "" {
 		if want, err := ParseISA(s); err == nil && want <= i {
 			i = want
 		}
 	}
-	if os.Getenv("TOKENWISE_NO_AVX512") != "" {
+	if getenv("TOKENWISE_NO_AVX512") != "" {
 		i = min(i, ISAAVX2)
 	}
 	return i

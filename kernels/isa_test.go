@@ -39,6 +39,25 @@ func TestSetISA(t *testing.T) {
 	if _, err := ParseISA("sse"); err == nil {
 		t.Fatal("ParseISA took an unknown name")
 	}
+	for _, c := range []struct {
+		env  map[string]string
+		best ISA
+		want ISA
+	}{
+		{nil, ISAAVX512, ISAAVX512},
+		{nil, ISAGo, ISAGo},
+		{map[string]string{"TOKENWISE_NO_AVX512": "1"}, ISAAVX512, ISAAVX2},
+		{map[string]string{"TOKENWISE_NO_AVX512": "1"}, ISAGo, ISAGo},
+		{map[string]string{"TOKENWISE_ISA": "go"}, ISAAVX512, ISAGo},
+		{map[string]string{"TOKENWISE_ISA": "avx2"}, ISAAVX512, ISAAVX2},
+		{map[string]string{"TOKENWISE_ISA": "avx512"}, ISAAVX2, ISAAVX2}, // the CPU cannot
+		{map[string]string{"TOKENWISE_ISA": "avx512", "TOKENWISE_NO_AVX512": "1"}, ISAAVX512, ISAAVX2},
+		{map[string]string{"TOKENWISE_ISA": "sse"}, ISAAVX2, ISAAVX2},
+	} {
+		if got := envISA(func(k string) string { return c.env[k] }, c.best); got != c.want {
+			t.Errorf("environment %v, best %v: default %v, want %v", c.env, c.best, got, c.want)
+		}
+	}
 	before := CurrentISA()
 	for _, bad := range []ISA{BestISA() + 1, ISAAVX512 + 1, -1} {
 		if bad <= BestISA() && bad >= ISAGo {
