@@ -380,7 +380,7 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool {
 		matVecF16Y(&x[0], &w[0], len(out), cols, &out[0])
 		return true
 	}
-	// ggml's 16-lane order without AVX-512 instructions: TOKENWISE_NO_AVX512 on a CPU that
+	// ggml's 16-lane order without AVX-512 instructions: ISAAVX2 on a CPU that
 	// has them, where llama.cpp would still use them.
 	attnScoresF16AVX2(&x[0], &w[0], nil, len(out), 2*cols, cols, nacc, 1, &out[0])
 	return true

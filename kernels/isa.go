@@ -14,12 +14,14 @@ import (
 // arithmetic the kernels reproduce. The kernels that reproduce ggml's arithmetic give the
 // same bits under every ISA: the quantized products (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K weights,
 // activations quantized to 8 bits), the f16 KV cache's attention (DotF16, FlashF16,
-// FlashTiled), SiLUMul, RopeHalf and the f16/bf16 conversions. The float32, f16 and bf16
-// weight products and Dot and AddScaled do not: each path sums in its own lane order (16
-// lanes in the AVX-512 prefill tile, 8 in the AVX2 kernels, scalar accumulators in plain
-// Go), so their results move in the last bits between ISAs, within float32 rounding of the
-// exact product. (The f16 matrix×vector product has DotF16's bits under ISAAVX2 and
-// ISAAVX512, not under ISAGo.)
+// FlashTiled), SiLUMul, RopeHalf and the f16/bf16 conversions (up to the double rounding
+// of plain Go's float32 fused multiply-add, fma32, in ties too rare to have shown). The
+// float32, f16 and bf16 weight products and Dot and AddScaled do not: each path sums in its
+// own lane order (16 lanes in the AVX-512 prefill tile, 8 in the AVX2 kernels, scalar
+// accumulators in plain Go), so their results move in the last bits between ISAs, within
+// float32 rounding of the exact product. (The f16 matrix×vector product has DotF16's bits
+// under ISAAVX2 and ISAAVX512 where the rows are a multiple of 64 columns, not under ISAGo;
+// bf16 decode differs between ISAAVX2 and ISAAVX512 too.)
 type ISA int
 
 const (
