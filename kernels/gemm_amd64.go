@@ -12,7 +12,8 @@ import (
 
 // The batched product's inner tile in Go assembly (gemm_amd64.s), used with or without
 // GOEXPERIMENT=simd. Measured against the archsimd version of the same tile
-// (block4x2F32x8): see BenchmarkMatMulF32/BF16 with TOKENWISE_NO_ASM set and unset.
+// (block4x2F32x8): see BenchmarkMatMulF32/BF16 with TOKENWISE_NO_ASM set and unset. Which
+// kernels run is decided in isa_amd64.go (SetISA).
 
 //go:noescape
 func block4x2AVX2(w *float32, n int, x *float32, acc *[64]float32)
@@ -40,10 +41,6 @@ func scaleRoundF16AVX2(y *float32, n int, a float32)
 
 //go:noescape
 func dotF16AccAVX2(q *float32, k *uint16, n int, nacc int, acc *[64]float32)
-
-// useAsmQ8 enables the kernels that widen f16 values with F16C: Q8_0 rows (their block
-// scales) and f16 weights.
-var useAsmQ8 = useAsmGEMM && cpu.X86.HasF16C
 
 // asmDot4F16 leaves in acc the eight lane sums of each of four f16 rows (w, 4×n) times x
 // over the first n&^7 columns, and returns that column count; 0 where it cannot run.
@@ -78,13 +75,6 @@ func asmDotQ8_0(row []byte, d8 []float32, q []int8) (v float32, ok bool) {
 	matVecQ8_0AVX2(&row[0], 1, nb, &d8[0], &q[0], &v, useVNNI)
 	return v, true
 }
-
-// TOKENWISE_NO_AVX512=1 keeps the assembly to AVX2 (the kernels of a CPU without AVX-512),
-// to test and measure those paths on one that has it.
-var hasAVX512 = os.Getenv("TOKENWISE_NO_AVX512") == ""
-
-// TOKENWISE_NO_ASM=1 turns the assembly off, to measure the other path.
-var useAsmGEMM = cpu.X86.HasAVX2 && cpu.X86.HasFMA && os.Getenv("TOKENWISE_NO_ASM") == ""
 
 // asmPairs multiplies four weight rows (w, 4×cols) by tokens 0..n&^1 of x two at a time,
 // writing columns r..r+3 of out, and returns how many tokens it did.
@@ -193,9 +183,6 @@ func attnMadSeqF16Z64(acc *float32, v *uint16, rows *int32, n, stride int, ms, v
 //go:noescape
 func attnMadSeqF16Z(acc *float32, v *uint16, rows *int32, n, stride, hd int, ms, vs *float32)
 
-// useAVX512Attn selects the 512-bit value pass where the head size allows.
-var useAVX512Attn = useAsmQ8 && hasAVX512 && cpu.X86.HasAVX512F
-
 // asmAttnMadSeqF16 is FlashF16.Attend's value pass over acc (see attnMadSeqF16AVX2).
 func asmAttnMadSeqF16(acc []float32, v []uint16, rows []int32, off, stride int, ms, vs []float32) {
 	if useAVX512Attn && len(acc)%128 == 0 {
@@ -215,13 +202,10 @@ func q8Tile4x4VNNI(w *byte, rowBytes, nb int, dw *float32, x *int8, xBytes int, 
 //go:noescape
 func q8Tile4x4VNNIZ(w *byte, rowBytes, nb int, dw16 *float32, x *int8, xBytes int, d *float32, out *[16]float32)
 
-// useVNNI enables the Q8_0 prefill tiles: AVX-512 VNNI. q8Wide picks the 512-bit tile
-// (q8Tile4x4VNNIZ, two rows per register) over the 256-bit one (q8Tile4x4VNNI), which
+// The Q8_0 prefill tiles run where useVNNI is on (isa_amd64.go). q8Wide picks the 512-bit
+// tile (q8Tile4x4VNNIZ, two rows per register) over the 256-bit one (q8Tile4x4VNNI), which
 // TOKENWISE_Q8_TILE=256 selects to measure one against the other; both give the same bits.
-var (
-	useVNNI = useAsmQ8 && hasAVX512 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
-	q8Wide  = os.Getenv("TOKENWISE_Q8_TILE") != "256"
-)
+var q8Wide = os.Getenv("TOKENWISE_Q8_TILE") != "256"
 
 // asmQ8Tiles computes the Q8_0 prefill product in 4-row × 4-token tiles: rows [lo, r4) for
 // tokens [0, n4), where r4 = lo + (hi−lo)&^3 and n4 = n&^3, and returns r4 and n4 (r4 = lo
@@ -288,9 +272,6 @@ func asmQ8Tiles(out []float32, w *Mat, a *qact, n, lo, hi int) (r4, n4 int) {
 
 //go:noescape
 func tile4x4F32Z(w *float32, stride, cols int, x *[4]*float32, acc *[256]float32, mode int, out *[16]float32)
-
-// useAVX512Tile enables the 16-lane float32 prefill tile (tile4x4F32Z).
-var useAVX512Tile = useAsmGEMM && hasAVX512 && cpu.X86.HasAVX512F
 
 // asmTiles4x4 multiplies four weight rows (w, 4×cols) by all n tokens of x in 4×4 tiles of
 // 16-lane accumulators (a last partial tile repeats its last token), writing the first nr
@@ -399,7 +380,7 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool {
 		matVecF16Y(&x[0], &w[0], len(out), cols, &out[0])
 		return true
 	}
-	// ggml's 16-lane order without AVX-512 instructions: TOKENWISE_NO_AVX512 on a CPU that
+	// ggml's 16-lane order without AVX-512 instructions: ISAAVX2 on a CPU that
 	// has them, where llama.cpp would still use them.
 	attnScoresF16AVX2(&x[0], &w[0], nil, len(out), 2*cols, cols, nacc, 1, &out[0])
 	return true

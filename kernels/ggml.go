@@ -16,7 +16,9 @@ import (
 //
 // Both builds run on any amd64 CPU with AVX2: the AVX-512 order is emulated with pairs of
 // 8-lane registers where the CPU lacks AVX-512. The instruction set the kernels use is a
-// separate choice (TOKENWISE_NO_AVX512, TOKENWISE_NO_ASM) and never changes results.
+// separate choice (ISA, SetISA): the kernels that reproduce the build's arithmetic give the
+// same bits under every ISA (ISA lists them; the float32/f16/bf16 weight products are not
+// among them).
 type GGMLBuild int
 
 const (

@@ -14,8 +14,9 @@ import (
 // (the compiler then spills every vector through memory), so the pool's closures only call
 // these. Loads use unchecked pointers; the callers have checked the lengths.
 
-// useSIMD is decided once: the kernels need AVX2 and FMA (x86-64-v3).
-var useSIMD = archsimd.X86.AVX2() && archsimd.X86.FMA()
+// simdCPU reports whether the CPU runs these kernels: AVX2 and FMA (x86-64-v3). useSIMD
+// (isa_amd64.go) turns them on under ISAAVX2 and ISAAVX512.
+func simdCPU() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
 func ldF32(p unsafe.Pointer, i int) archsimd.Float32x8 {
 	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i)))

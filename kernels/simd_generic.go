@@ -4,6 +4,9 @@ package kernels
 
 // Without GOEXPERIMENT=simd on amd64 the plain-Go kernels run; these report "not handled".
 
+// simdCPU: no archsimd kernels in this build.
+func simdCPU() bool { return false }
+
 func simdMatVecRows(out []float32, w *Mat, x []float32, lo, hi int) bool { return false }
 
 func simdBlock4(out, w, x []float32, n, cols, rows, r int) bool { return false }

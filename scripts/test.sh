@@ -35,9 +35,9 @@ export TOKENWISE_REQUIRE_REFS=1
 step "go vet" go vet ./...
 # Other architectures build the pure-Go kernels only (the assembly is amd64's).
 step "go vet (arm64)" env GOARCH=arm64 go vet ./...
+# The kernel tests run under every instruction set the CPU has (kernels.SetISA: pure Go,
+# AVX2 as on a CPU without AVX-512, AVX-512) in one process: TestKernelsEveryISA.
 step "kernels (no GOEXPERIMENT)" go test -count=1 ./kernels
-# The AVX2-only assembly, as on a CPU without AVX-512 (this is a no-op on one without it).
-step "kernels (AVX2 only)" env TOKENWISE_NO_AVX512=1 go test -count=1 ./kernels
 # Everything else runs the fast path, as the README's commands do: the SIMD kernels need
 # Go 1.26's GOEXPERIMENT=simd (simd/archsimd).
 export GOEXPERIMENT=simd
