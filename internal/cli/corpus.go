@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +17,7 @@ type corpusFlags struct {
 	out            string
 	train, heldOut int
 	jsonOut        bool
+	example, field string
 }
 
 func newCorpusCmd() *cobra.Command {
@@ -40,8 +43,14 @@ files. These are the corpus files 'tokenwise analyze' and 'tokenwise specialize'
 prompts count as the input side, completions as the output side.
 
 Without --json it logs each file to stderr; --json prints
-{"files": [{"split","seed","examples","path","bytes"}, ...]} on stdout.`,
+{"files": [{"split","seed","examples","path","bytes"}, ...]} on stdout.
+
+--example SPLIT:N prints the prompt (or, with --field completion, the expected answer) of
+example N (from 1) of that split on stdout, as it is in the file, and writes no files: a
+prompt in the demo model's own format for 'tokenwise generate --prompt-file'.`,
 		Example: `  tokenwise corpus --out essays/
+  tokenwise corpus --example held-out:1 > essay.txt
+  tokenwise generate --model demo/model --chat --prompt-file essay.txt
   tokenwise analyze --tokenizer MODEL --corpus essays/train.jsonl
   tokenwise specialize --model MODEL --corpus essays/train.jsonl --held-out essays/held-out.jsonl --prune --add 256 --out MODEL-essays/`,
 		Args: cobra.NoArgs,
@@ -53,6 +62,8 @@ Without --json it logs each file to stderr; --json prints
 	fl.StringVar(&f.out, "out", "", "folder to write train.jsonl and held-out.jsonl into (created if needed)")
 	fl.IntVar(&f.train, "train", 2000, "examples in train.jsonl (seed 1)")
 	fl.IntVar(&f.heldOut, "held-out", 500, "examples in held-out.jsonl (seed 2)")
+	fl.StringVar(&f.example, "example", "", "print one example's text instead of writing files: SPLIT:N, SPLIT train or held-out, N from 1")
+	fl.StringVar(&f.field, "field", "prompt", "with --example: prompt or completion")
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"files": [{"split","seed","examples","path","bytes"}]}`)
 	return cmd
 }
@@ -63,6 +74,9 @@ type corpusJSON struct {
 }
 
 func runCorpus(f corpusFlags, stdout, stderr io.Writer) error {
+	if f.example != "" {
+		return printExample(f, stdout)
+	}
 	if f.out == "" {
 		return errors.New("corpus: --out is required")
 	}
@@ -82,4 +96,32 @@ func runCorpus(f corpusFlags, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote %s: %d %s examples (seed %d), %s\n", fi.Path, fi.N, fi.Name, fi.Seed, human(float64(fi.Bytes)))
 	}
 	return nil
+}
+
+// printExample writes one example's prompt or completion (--example SPLIT:N, --field).
+func printExample(f corpusFlags, stdout io.Writer) error {
+	name, num, ok := strings.Cut(f.example, ":")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 1 {
+		return fmt.Errorf("corpus: --example %q: want SPLIT:N, such as held-out:1 (N from 1)", f.example)
+	}
+	var seed uint64
+	switch name {
+	case "train":
+		seed = domain.TrainSeed
+	case "held-out":
+		seed = domain.HeldOutSeed
+	default:
+		return fmt.Errorf("corpus: --example %q: split %q is train or held-out", f.example, name)
+	}
+	ex := domain.Generate(seed, n)[n-1]
+	switch f.field {
+	case "prompt":
+		_, err = io.WriteString(stdout, ex.Prompt)
+	case "completion":
+		_, err = io.WriteString(stdout, ex.Completion)
+	default:
+		return fmt.Errorf("corpus: --field %q: prompt or completion", f.field)
+	}
+	return err
 }

@@ -92,3 +92,46 @@ func TestCorpusCommand(t *testing.T) {
 		}
 	}
 }
+
+// corpus --example prints one example's text exactly; generate --prompt-file reads a prompt
+// byte for byte, so the two chain into the README's first command on the demo model.
+func TestCorpusExampleAndPromptFile(t *testing.T) {
+	ex := domain.Generate(domain.HeldOutSeed, 2)[1]
+	out, stderr, err := runCLI(t, "corpus", "--example", "held-out:2")
+	if err != nil || out != ex.Prompt {
+		t.Fatalf("--example held-out:2: %v %s\ngot  %q\nwant %q", err, stderr, out, ex.Prompt)
+	}
+	if out, _, err := runCLI(t, "corpus", "--example", "held-out:2", "--field", "completion"); err != nil || out != ex.Completion {
+		t.Fatalf("--field completion: %v, got %q want %q", err, out, ex.Completion)
+	}
+	for _, bad := range [][]string{{"--example", "held-out"}, {"--example", "held-out:0"}, {"--example", "test:1"}, {"--example", "train:1", "--field", "x"}} {
+		if _, _, err := runCLI(t, append([]string{"corpus"}, bad...)...); err == nil || !strings.Contains(err.Error(), bad[len(bad)-1]) {
+			t.Errorf("corpus %v: error %v should name %q", bad, err, bad[len(bad)-1])
+		}
+	}
+	file := filepath.Join(t.TempDir(), "essay.txt")
+	if err := os.WriteFile(file, []byte(ex.Prompt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	viaFile, _, err := runCLI(t, "generate", "--model", repoPath("demo", "model"), "--chat", "--max-tokens", "8", "--json", "--prompt-file", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaFlag, _, err := runCLI(t, "generate", "--model", repoPath("demo", "model"), "--chat", "--max-tokens", "8", "--json", "--prompt", ex.Prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b struct {
+		PromptIDs []int `json:"prompt_ids"`
+		IDs       []int `json:"ids"`
+	}
+	if json.Unmarshal([]byte(viaFile), &a) != nil || json.Unmarshal([]byte(viaFlag), &b) != nil || !reflect.DeepEqual(a, b) || len(a.PromptIDs) == 0 {
+		t.Errorf("--prompt-file gave %+v, --prompt %+v", a, b)
+	}
+	if _, _, err := runCLI(t, "generate", "--model", repoPath("demo", "model"), "--prompt", "x", "--prompt-file", file); err == nil || !strings.Contains(err.Error(), "--prompt-file") {
+		t.Errorf("both --prompt and --prompt-file: %v", err)
+	}
+	if _, _, err := runCLI(t, "generate", "--model", repoPath("demo", "model"), "--prompt-file", file+".missing"); err == nil || !strings.Contains(err.Error(), "--prompt-file") {
+		t.Errorf("missing --prompt-file: %v", err)
+	}
+}

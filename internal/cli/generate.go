@@ -24,6 +24,7 @@ import (
 type generateFlags struct {
 	model       string
 	prompt      string
+	promptFile  string
 	chat        bool
 	system      string
 	maxTokens   int
@@ -48,7 +49,7 @@ type generateFlags struct {
 func newGenerateCmd() *cobra.Command {
 	var f generateFlags
 	cmd := &cobra.Command{
-		Use:   "generate --model PATH --prompt TEXT",
+		Use:   "generate --model PATH (--prompt TEXT | --prompt-file FILE)",
 		Short: "Generate text, streaming it, and report prefill and decode times",
 		Long: `Generate runs the prompt through the model in one prefill pass, then decodes one token
 per step, streaming the text to stdout. It ends with one line on stderr: prompt tokens,
@@ -64,12 +65,13 @@ run. tokenwise serve follows OpenAI instead: a request without "temperature" sam
 temperature 1; send "temperature": 0 to get this command's greedy output from the server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runGenerate(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runGenerate(cmd.Context(), f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "", "model: a Hugging Face folder or a .gguf file")
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
+	fl.StringVar(&f.promptFile, "prompt-file", "", "read the prompt from this file, byte for byte (\"-\": standard input), instead of --prompt")
 	fl.BoolVar(&f.chat, "chat", false, "render the prompt as a user message with the model's chat template")
 	fl.StringVar(&f.system, "system", "", "system message (with --chat)")
 	fl.IntVar(&f.maxTokens, "max-tokens", 256, "most tokens to generate (0: until the context is full)")
@@ -98,12 +100,31 @@ type generateJSON struct {
 	Seed uint64 `json:"seed"`
 }
 
-func runGenerate(ctx context.Context, f generateFlags, stdout, stderr io.Writer) error {
+func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, stderr io.Writer) error {
 	if f.model == "" {
 		return errors.New("generate: --model is required")
 	}
+	if f.promptFile != "" {
+		if f.prompt != "" {
+			return errors.New("generate: --prompt and --prompt-file both given: use one")
+		}
+		var b []byte
+		var err error
+		if f.promptFile == "-" {
+			b, err = io.ReadAll(stdin)
+		} else {
+			b, err = os.ReadFile(f.promptFile)
+		}
+		if err != nil {
+			return fmt.Errorf("generate: --prompt-file: %w", err)
+		}
+		if len(b) == 0 {
+			return fmt.Errorf("generate: --prompt-file %s is empty", f.promptFile)
+		}
+		f.prompt = string(b)
+	}
 	if f.prompt == "" {
-		return errors.New("generate: --prompt is required (and must not be empty)")
+		return errors.New("generate: --prompt (or --prompt-file) is required (and must not be empty)")
 	}
 	if f.system != "" && !f.chat {
 		return errors.New("generate: --system needs --chat")
