@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -58,6 +59,13 @@ type Config struct {
 	APIKey         string        // when set, /v1/*, /tokenize and /detokenize need "Authorization: Bearer APIKey"
 	RequestTimeout time.Duration // per request; default 10 minutes
 	MaxBodyBytes   int64         // default 4 MiB
+
+	// Connection timeouts (see http.go). None of them cuts a request in flight that makes
+	// progress.
+	ReadHeaderTimeout time.Duration // reading a request's headers; default 10 s
+	ReadTimeout       time.Duration // reading a whole request, headers and body; default 60 s
+	WriteTimeout      time.Duration // each write to the client: a client that stops reading is cut off after it; default 60 s
+	IdleTimeout       time.Duration // a keep-alive connection waiting for its next request; default 120 s
 }
 
 // Server serves one model. Create it with New, serve Handler, stop it with Close.
@@ -85,6 +93,7 @@ type Server struct {
 	nextID                atomic.Uint64
 	draining              atomic.Bool
 	closeOne              sync.Once
+	conns                 connTracker // of the http.Server from HTTPServer
 }
 
 // New allocates the KV cache and starts the runner.
@@ -119,6 +128,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.ReadHeaderTimeout, 10 * time.Second}, {&cfg.ReadTimeout, time.Minute}, {&cfg.WriteTimeout, time.Minute}, {&cfg.IdleTimeout, 2 * time.Minute}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	blockBytes := int64(cfg.Model.KVBytesPerToken() * cfg.BlockSize) // per the model's cache dtype
 	numBlocks := int(cfg.KVCacheBytes / blockBytes)
@@ -189,7 +206,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
-	return s.recoverer(s.auth(mux))
+	return s.recoverer(s.deadlines(s.auth(mux)))
 }
 
 // recoverer answers 500 instead of dying when a handler panics.
@@ -239,16 +256,25 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, e.body())
 }
 
-// readBody reads at most MaxBodyBytes.
+// readBody reads at most MaxBodyBytes, within ReadTimeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	mw := w
+	if dw, ok := w.(*deadlineWriter); ok {
+		mw = dw.ResponseWriter // MaxBytesReader tells net/http to close the connection through it
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(mw, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			return nil, &apiError{status: 413, typ: "invalid_request_error", msg: fmt.Sprintf("request body larger than %d bytes", mb.Limit)}
 		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &apiError{status: 408, typ: "invalid_request_error", msg: fmt.Sprintf("the request body did not arrive within %v", s.cfg.ReadTimeout)}
+		}
 		return nil, badRequest("", "reading the request body: %v", err)
 	}
+	s.conns.markBusy(r)
 	return body, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,6 +27,7 @@ type serveFlags struct {
 	port, maxSeqs, maxBatched        int
 	maxWaiting, maxLen, threads      int
 	timeout, grace                   time.Duration
+	readHeader, read, write, idle    time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -47,8 +47,14 @@ queued, more get 429 with Retry-After. Each response's usage reports its prefill
 time and steps.
 
 With --api-key (or TOKENWISE_API_KEY), every endpoint except /health and /metrics needs
-"Authorization: Bearer KEY". SIGTERM or Ctrl-C stops accepting requests, lets those in
-flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
+"Authorization: Bearer KEY". SIGTERM or Ctrl-C stops accepting requests, closes the
+connections with no request in flight, lets those in flight finish for up to
+--shutdown-grace, cancels the rest and exits 0.
+
+Connections are bounded by --read-header-timeout (a request's headers), --read-timeout
+(the whole request, body included), --idle-timeout (a keep-alive connection between requests) and
+--write-timeout (each write: a client that stops reading is cut off; a stream that keeps
+being read is never cut, however long it runs). --request-timeout bounds the generation.`,
 		Example: `  tokenwise serve --model /tmp/smollm2-synth --port 8080 --max-seqs 16 --kv-cache-mem 1GiB`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,6 +79,10 @@ flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
 	fl.BoolVar(&f.mmap, "mmap", false, "map the checkpoint from the page cache (quick to load, shared between processes) instead of reading it into huge-page memory (faster decode)")
 	fl.DurationVar(&f.timeout, "request-timeout", 10*time.Minute, "longest a request may run")
 	fl.DurationVar(&f.grace, "shutdown-grace", 30*time.Second, "how long requests in flight may finish after SIGTERM")
+	fl.DurationVar(&f.readHeader, "read-header-timeout", 10*time.Second, "longest a client may take to send a request's headers")
+	fl.DurationVar(&f.read, "read-timeout", time.Minute, "longest a client may take to send a whole request, headers and body")
+	fl.DurationVar(&f.write, "write-timeout", time.Minute, "longest one write to a client may block (a client that stops reading); renewed on every write, so streams that make progress run on")
+	fl.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
 	return cmd
 }
 
@@ -127,6 +137,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		Model: m, Tokenizer: tok, ModelName: name,
 		MaxSeqs: f.maxSeqs, MaxBatchedTokens: f.maxBatched, MaxWaiting: f.maxWaiting, MaxModelLen: f.maxLen,
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
+		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -137,7 +148,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
@@ -153,18 +164,10 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stderr, "tokenwise: shutting down: finishing requests in flight")
-	srv.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		// Grace is over: cancel what is left, then close the connections.
-		fmt.Fprintln(stderr, "tokenwise: grace period over: cancelling requests in flight")
-		srv.Close()
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		if err := hs.Shutdown(cctx); err != nil {
-			hs.Close()
-		}
+	if err := srv.Shutdown(sctx, hs); err != nil {
+		fmt.Fprintln(stderr, "tokenwise: grace period over: cancelled the requests still in flight")
 	}
 	return nil
 }
