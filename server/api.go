@@ -16,6 +16,7 @@ type apiError struct {
 	status int
 	typ    string // invalid_request_error, authentication_error, ...
 	param  string
+	code   string // OpenAI's machine-readable code (unknown_parameter, model_not_found, ...); "" answers null
 	msg    string
 }
 
@@ -40,6 +41,9 @@ func (e *apiError) body() errorBody {
 	b.Error.Message, b.Error.Type, b.Error.Code = e.msg, e.typ, nil
 	if e.param != "" {
 		b.Error.Param = &e.param
+	}
+	if e.code != "" {
+		b.Error.Code = e.code
 	}
 	return b
 }

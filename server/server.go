@@ -66,6 +66,10 @@ type Config struct {
 	ReadTimeout       time.Duration // reading a whole request, headers and body; default 60 s
 	WriteTimeout      time.Duration // each write to the client: a client that stops reading is cut off after it; default 60 s
 	IdleTimeout       time.Duration // a keep-alive connection waiting for its next request; default 120 s
+
+	// Host and Origin policy (see policy.go).
+	AllowHosts   []string // Host names answered besides the request's own address and the loopback names ("name" or "name:port"; "*": any)
+	AllowOrigins []string // browser origins ("https://app.example") answered besides the server's own, with CORS headers; "*": any
 }
 
 // Server serves one model. Create it with New, serve Handler, stop it with Close.
@@ -206,7 +210,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
-	return s.recoverer(s.deadlines(s.auth(mux)))
+	return s.recoverer(s.policy(s.deadlines(s.auth(mux))))
 }
 
 // recoverer answers 500 instead of dying when a handler panics.

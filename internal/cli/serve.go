@@ -28,6 +28,7 @@ type serveFlags struct {
 	maxWaiting, maxLen, threads      int
 	timeout, grace                   time.Duration
 	readHeader, read, write, idle    time.Duration
+	allowHosts, allowOrigins         []string
 }
 
 func newServeCmd() *cobra.Command {
@@ -54,7 +55,13 @@ connections with no request in flight, lets those in flight finish for up to
 Connections are bounded by --read-header-timeout (a request's headers), --read-timeout
 (the whole request, body included), --idle-timeout (a keep-alive connection between requests) and
 --write-timeout (each write: a client that stops reading is cut off; a stream that keeps
-being read is never cut, however long it runs). --request-timeout bounds the generation.`,
+being read is never cut, however long it runs). --request-timeout bounds the generation.
+
+Only requests whose Host is the address they came in on, or localhost, 127.0.0.1 or [::1]
+with the port, are answered (403 otherwise; add names with --allow-host, e.g. behind a
+proxy): a web page cannot reach the server through DNS rebinding. Browser requests from
+another origin (an Origin header that is not the server's own) get 403 unless
+--allow-origin lists the origin.`,
 		Example: `  tokenwise serve --model /tmp/smollm2-synth --port 8080 --max-seqs 16 --kv-cache-mem 1GiB`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -83,6 +90,8 @@ being read is never cut, however long it runs). --request-timeout bounds the gen
 	fl.DurationVar(&f.read, "read-timeout", time.Minute, "longest a client may take to send a whole request, headers and body")
 	fl.DurationVar(&f.write, "write-timeout", time.Minute, "longest one write to a client may block (a client that stops reading); renewed on every write, so streams that make progress run on")
 	fl.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
+	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "also answer requests with this Host (name, or name:port; repeatable; '*': any), e.g. behind a proxy")
+	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "also answer browser requests from this origin, with CORS headers (e.g. https://app.example; repeatable; '*': any)")
 	return cmd
 }
 
@@ -138,6 +147,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		MaxSeqs: f.maxSeqs, MaxBatchedTokens: f.maxBatched, MaxWaiting: f.maxWaiting, MaxModelLen: f.maxLen,
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
 		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
+		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
