@@ -70,22 +70,28 @@ type Config struct {
 	// Host and Origin policy (see policy.go).
 	AllowHosts   []string // Host names answered besides the request's own address and the loopback names ("name" or "name:port"; "*": any)
 	AllowOrigins []string // browser origins ("https://app.example") answered besides the server's own, with CORS headers; "*": any
+
+	// AllowSpecialInContent lets chat message content hold the text of special tokens, which
+	// then act as control tokens (see chat.go); by default such content is refused.
+	AllowSpecialInContent bool
 }
 
 // Server serves one model. Create it with New, serve Handler, stop it with Close.
 type Server struct {
-	cfg     Config
-	m       *model.Model
-	tok     *tokenizer.Tokenizer
-	tmpl    *engine.ChatTemplate // nil: the tokenizer has no chat template
-	tmplErr error
-	stopIDs []int
-	vocab   int
-	maxLen  int
-	pc      *model.PagedCache
-	sch     *sched.Scheduler
-	met     *metrics
-	created int64
+	cfg      Config
+	m        *model.Model
+	tok      *tokenizer.Tokenizer
+	tmpl     *engine.ChatTemplate // nil: the tokenizer has no chat template
+	tmplErr  error
+	roles    []string      // chat roles the template takes
+	specials *specialTexts // the special tokens' texts, refused in chat content
+	stopIDs  []int
+	vocab    int
+	maxLen   int
+	pc       *model.PagedCache
+	sch      *sched.Scheduler
+	met      *metrics
+	created  int64
 
 	submit   chan submission
 	cancels  chan sched.SeqID
@@ -172,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 		reqs: map[sched.SeqID]*genRequest{},
 	}
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
+	s.roles, s.specials = chatRoles(s.tmpl), newSpecialTexts(cfg.Tokenizer)
 	s.updateGauges()
 	go s.loop()
 	return s, nil
@@ -371,32 +378,6 @@ func (s *Server) checkIDs(param string, ids []int) *apiError {
 		}
 	}
 	return nil
-}
-
-// chatPrompt renders messages with the tokenizer's chat template.
-func (s *Server) chatPrompt(msgs []chatMessage) ([]int, *apiError) {
-	if s.tmpl == nil {
-		return nil, badRequest("messages", "this model has no chat template (%v); use /v1/completions", s.tmplErr)
-	}
-	if len(msgs) == 0 {
-		return nil, badRequest("messages", "messages must not be empty")
-	}
-	em := make([]engine.Message, len(msgs))
-	for i, m := range msgs {
-		if m.Role == "" {
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
-		}
-		text, aerr := messageText(i, m.Content)
-		if aerr != nil {
-			return nil, aerr
-		}
-		em[i] = engine.Message{Role: m.Role, Content: text}
-	}
-	ids, _, err := s.tmpl.ChatPrompt(s.tok, em, engine.ChatOptions{AddGenerationPrompt: true})
-	if err != nil {
-		return nil, badRequest("messages", "rendering the chat template: %v", err)
-	}
-	return ids, nil
 }
 
 // prepare validates the prompt length against max_tokens and the context, fills in

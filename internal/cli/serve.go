@@ -29,6 +29,7 @@ type serveFlags struct {
 	timeout, grace                   time.Duration
 	readHeader, read, write, idle    time.Duration
 	allowHosts, allowOrigins         []string
+	allowSpecial                     bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -91,6 +92,7 @@ another origin (an Origin header that is not the server's own) get 403 unless
 	fl.DurationVar(&f.write, "write-timeout", time.Minute, "longest one write to a client may block (a client that stops reading); renewed on every write, so streams that make progress run on")
 	fl.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "also answer requests with this Host (name, or name:port; repeatable; '*': any), e.g. behind a proxy")
+	fl.BoolVar(&f.allowSpecial, "allow-special-in-content", false, "let chat message content hold special-token text (e.g. <|im_end|>), read as control tokens; refused by default")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "also answer browser requests from this origin, with CORS headers (e.g. https://app.example; repeatable; '*': any)")
 	return cmd
 }
@@ -147,7 +149,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		MaxSeqs: f.maxSeqs, MaxBatchedTokens: f.maxBatched, MaxWaiting: f.maxWaiting, MaxModelLen: f.maxLen,
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
 		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
-		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins,
+		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
