@@ -26,7 +26,7 @@ func FuzzRequestParsing(f *testing.F) {
 		if e := decodeJSON(body, &c); e != nil {
 			check(e)
 		} else {
-			_, e := c.params(c.MaxTokens)
+			_, e := c.params("max_tokens", c.MaxTokens)
 			check(e)
 			_, _, e = promptInput(c.Prompt)
 			check(e)
@@ -36,7 +36,7 @@ func FuzzRequestParsing(f *testing.F) {
 			check(e)
 			return
 		}
-		_, e := ch.params(ch.MaxCompletionTokens)
+		_, e := ch.params("max_completion_tokens", ch.MaxCompletionTokens)
 		check(e)
 		for i, m := range ch.Messages {
 			_, e := messageText(i, m.Content)

@@ -213,12 +213,45 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
-	return s.recoverer(s.policy(s.deadlines(s.auth(mux))))
+	return s.recoverer(s.policy(s.deadlines(s.auth(routes(mux)))))
 }
+
+// routes serves mux, answering what it has no route for (404, or 405 for a known path) with
+// an OpenAI error body instead of net/http's plain text.
+func routes(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &headerRecorder{h: http.Header{}, status: 404}
+		h.ServeHTTP(rec, r)
+		if allow := rec.h.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		e := &apiError{status: rec.status, typ: "invalid_request_error", msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
+		if rec.status == http.StatusMethodNotAllowed {
+			e.msg = fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.h.Get("Allow"))
+		}
+		writeError(w, e)
+	})
+}
+
+// headerRecorder keeps the status and headers a handler writes, dropping its body.
+type headerRecorder struct {
+	h      http.Header
+	status int
+}
+
+func (r *headerRecorder) Header() http.Header         { return r.h }
+func (r *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *headerRecorder) WriteHeader(status int)      { r.status = status }
 
 // recoverer answers 500 instead of dying when a handler panics.
 func (s *Server) recoverer(next http.Handler) http.Handler {
@@ -241,11 +274,13 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.APIKey == "" {
 		return next
 	}
-	want := []byte("Bearer " + s.cfg.APIKey)
+	want := []byte(s.cfg.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && r.URL.Path != "/metrics" {
-			got := []byte(r.Header.Get("Authorization"))
-			if subtle.ConstantTimeCompare(got, want) != 1 {
+			// The scheme is case-insensitive (RFC 9110 11.1), the key is not.
+			scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			key = strings.TrimLeft(key, " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(key), want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="tokenwise"`)
 				writeError(w, &apiError{status: 401, typ: "authentication_error", msg: "invalid or missing API key (Authorization: Bearer KEY)"})
 				return
@@ -291,7 +326,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
+		writeError(w, &apiError{status: 503, typ: "server_error", msg: "server is shutting down"})
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -307,9 +342,22 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// handleModel is GET /v1/models/{id}.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	if aerr := s.checkModel(r.PathValue("id")); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, 200, map[string]any{
+		"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "tokenwise",
+		"max_model_len": s.maxLen,
+	})
+}
+
 func (s *Server) checkModel(name string) *apiError {
 	if name != "" && name != s.cfg.ModelName {
-		return &apiError{status: 404, typ: "invalid_request_error", param: "model", msg: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName)}
+		return &apiError{status: 404, typ: "invalid_request_error", param: "model", code: "model_not_found",
+			msg: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName)}
 	}
 	return nil
 }
@@ -327,6 +375,10 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		AddSpecialTokens *bool         `json:"add_special_tokens"`
 	}
 	if aerr := decodeJSON(body, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if aerr := s.checkModel(req.Model); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
@@ -364,6 +416,10 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	if aerr := s.checkModel(req.Model); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	if aerr := s.checkIDs("tokens", req.Tokens); aerr != nil {
 		writeError(w, aerr)
 		return
@@ -394,8 +450,8 @@ func (s *Server) prepare(prompt []int, p *genParams, logprobs bool, top int) (*g
 		return nil, badRequest("prompt", "this model's maximum context length is %d tokens; the prompt has %d, leaving no room to generate", s.maxLen, len(prompt))
 	}
 	if p.maxTokens > room {
-		return nil, badRequest("max_tokens", "this model's maximum context length is %d tokens; you requested %d tokens (%d in the prompt, %d for the completion)",
-			s.maxLen, len(prompt)+p.maxTokens, len(prompt), p.maxTokens)
+		return nil, badRequest(p.maxName, "this model's maximum context length is %d tokens; you requested %d tokens (%d in the prompt, %d for the completion in %s)",
+			s.maxLen, len(prompt)+p.maxTokens, len(prompt), p.maxTokens, p.maxName)
 	}
 	if p.maxTokens < 0 {
 		p.maxTokens = room
