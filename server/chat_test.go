@@ -106,3 +106,45 @@ func TestChatRolesFollowTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestLogprobBytesReassemble: characters that the Llama-3 vocabulary splits over tokens of a
+// byte or two come back whole from the logprobs' bytes arrays, though each such token's own
+// text is U+FFFD.
+func TestLogprobBytesReassemble(t *testing.T) {
+	ts := startServer(t, Config{})
+	const text = "𠜎ꙮ龘"
+	ids := ts.tok.Encode(text, false)
+	toks := make([]engine.TokenLogprobs, len(ids))
+	for i, id := range ids {
+		toks[i] = engine.TokenLogprobs{ID: id, Logprob: -1, Top: []engine.TokenLogprob{{ID: id, Logprob: -1}}}
+	}
+	o := &responder{s: ts.Server, chat: true, logprobs: true}
+	// Through JSON, as a client reads it.
+	b, err := json.Marshal(o.chatLogprobs(toks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got chatLogprobs
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	var whole []byte
+	replaced := 0
+	for _, c := range got.Content {
+		for _, v := range c.Bytes {
+			whole = append(whole, byte(v))
+		}
+		if strings.Contains(c.Token, "\uFFFD") {
+			replaced++
+		}
+		if !slices.Equal(c.TopLogprobs[0].Bytes, c.Bytes) {
+			t.Fatalf("top_logprobs bytes %v, token bytes %v", c.TopLogprobs[0].Bytes, c.Bytes)
+		}
+	}
+	if replaced == 0 {
+		t.Fatalf("no token of %q holds part of a character: the test proves nothing", text)
+	}
+	if string(whole) != text {
+		t.Fatalf("bytes reassemble to %q, want %q", whole, text)
+	}
+}

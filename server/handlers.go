@@ -266,11 +266,18 @@ func (o *responder) chatLogprobs(toks []engine.TokenLogprobs) *chatLogprobs {
 	return out
 }
 
+// chatLogprob is one token's entry. bytes are the token's raw bytes: a token holding part
+// of a character (a byte-level or byte-fallback token) shows as U+FFFD in token, and its
+// bytes are what lets a client put the character back together.
 func (o *responder) chatLogprob(id int, lp float32) chatLogprob {
 	text := o.tokenText(id)
-	b := make([]int, len(text))
-	for i := range len(text) {
-		b[i] = int(text[i])
+	raw := o.s.tok.TokenBytes(id)
+	if raw == nil {
+		raw = []byte(text)
+	}
+	b := make([]int, len(raw))
+	for i, c := range raw {
+		b[i] = int(c)
 	}
 	return chatLogprob{Token: text, Logprob: lp, Bytes: b}
 }
