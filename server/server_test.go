@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 }
 
 // fixture returns the model folder, writing it once per test binary.
-func fixture(t *testing.T) string {
+func fixture(t testing.TB) string {
 	t.Helper()
 	src := testref.Path(t, "node_modules", "@lenml", "tokenizer-llama3", "models")
 	fixtureOnce.Do(func() {
@@ -98,13 +98,13 @@ type testServer struct {
 }
 
 // startServer serves the fixture on 127.0.0.1:0 until the test ends.
-func startServer(t *testing.T, cfg Config) *testServer {
+func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	return serveFixture(t, cfg, func(s *Server) *http.Server { return &http.Server{Handler: s.Handler()} })
 }
 
 // serveFixture serves the fixture with the http.Server newHS makes.
-func serveFixture(t *testing.T, cfg Config, newHS func(*Server) *http.Server) *testServer {
+func serveFixture(t testing.TB, cfg Config, newHS func(*Server) *http.Server) *testServer {
 	t.Helper()
 	dir := fixture(t)
 	m, err := model.Load(dir, model.Options{Threads: 2})
