@@ -140,7 +140,7 @@ func TestLongStreamOutlivesTimeouts(t *testing.T) {
 // blocks for WriteTimeout: its request is aborted (blocks freed) and the stream it reads
 // afterwards ends without [DONE]. The socket buffers are shrunk so that they fill.
 func TestWriteTimeoutStalledReader(t *testing.T) {
-	ts := serveFixture(t, Config{WriteTimeout: 200 * time.Millisecond}, func(s *Server) *http.Server {
+	ts := serveFixture(t, Config{WriteTimeout: 100 * time.Millisecond}, func(s *Server) *http.Server {
 		hs := s.HTTPServer()
 		track := hs.ConnContext
 		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -159,7 +159,7 @@ func TestWriteTimeoutStalledReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	body := `{"prompt":"stall","max_tokens":240,"ignore_eos":true,"stream":true,"logprobs":20,"seed":5}`
+	body := `{"prompt":"stall","max_tokens":250,"ignore_eos":true,"stream":true,"logprobs":20,"seed":5}`
 	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", ts.ln.Addr(), len(body), body)
 	// Read nothing until the server has given up on this client.
 	deadline := time.Now().Add(20 * time.Second)
@@ -182,7 +182,7 @@ func TestWriteTimeoutStalledReader(t *testing.T) {
 
 // TestShutdownClosesStalledConnections: Shutdown does not wait for connections with no
 // request in flight — idle, half-sent headers, a body still arriving, nothing sent yet — and
-// returns well within its grace period.
+// returns within its grace period, once the stream that is in flight has finished.
 func TestShutdownClosesStalledConnections(t *testing.T) {
 	ts := startHTTP(t, Config{ReadHeaderTimeout: time.Minute, ReadTimeout: time.Minute, IdleTimeout: time.Minute})
 	idle := ts.dial(t)
@@ -195,6 +195,25 @@ func TestShutdownClosesStalledConnections(t *testing.T) {
 	halfBody := ts.dial(t)
 	fmt.Fprintf(halfBody, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\n\r\n{\"prompt\":", ts.ln.Addr())
 	silent := ts.dial(t)
+	// And one request in flight, which must be let finish.
+	resp, err := http.Post(ts.url+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"in flight","max_tokens":60,"ignore_eos":true,"stream":true,"seed":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	streamed := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		last := ""
+		for sc.Scan() {
+			if sc.Text() != "" {
+				last = sc.Text()
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		streamed <- last
+	}()
 	time.Sleep(100 * time.Millisecond) // let the server take them in
 
 	const grace = 5 * time.Second
@@ -203,6 +222,9 @@ func TestShutdownClosesStalledConnections(t *testing.T) {
 	start := time.Now()
 	if err := ts.Shutdown(ctx, ts.hs); err != nil {
 		t.Fatalf("Shutdown after %v: %v", time.Since(start), err)
+	}
+	if last := <-streamed; last != "data: [DONE]" {
+		t.Fatalf("the stream in flight ended with %q, not [DONE]", last)
 	}
 	for name, c := range map[string]net.Conn{"idle": idle, "half headers": halfHeaders, "half body": halfBody, "silent": silent} {
 		waitClosed(t, name, c, time.Second)
