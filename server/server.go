@@ -1,5 +1,5 @@
 // Package server is tokenwise's OpenAI-compatible HTTP server: /v1/completions and
-// /v1/chat/completions (streamed as server-sent events or not), /v1/models, /tokenize,
+// /v1/chat/completions (streamed as server-sent events or not), /v1/models(/{id}), /tokenize,
 // /detokenize, /health and Prometheus /metrics.
 //
 // Requests share the model through continuous batching: one runner goroutine loops over
@@ -76,7 +76,8 @@ type Config struct {
 	AllowSpecialInContent bool
 }
 
-// Server serves one model. Create it with New, serve Handler, stop it with Close.
+// Server serves one model. Create it with New; serve Handler, or the http.Server from
+// HTTPServer and stop that with Shutdown; stop the runner with Close.
 type Server struct {
 	cfg      Config
 	m        *model.Model
@@ -344,7 +345,11 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 
 // handleModel is GET /v1/models/{id}.
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
-	if aerr := s.checkModel(r.PathValue("id")); aerr != nil {
+	id := r.PathValue("id")
+	if id == "" {
+		id = "(none)" // GET /v1/models/ names no model
+	}
+	if aerr := s.checkModel(id); aerr != nil {
 		writeError(w, aerr)
 		return
 	}

@@ -49,6 +49,7 @@ func TestErrorBodies(t *testing.T) {
 	}{
 		{"GET", "/nope", 404},
 		{"GET", "/v1/models/gpt-9", 404},
+		{"GET", "/v1/models/", 404},
 		{"GET", "/v1/chat/completions", 405},
 		{"DELETE", "/v1/models", 405},
 		{"PUT", "/tokenize", 405},

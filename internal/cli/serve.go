@@ -38,7 +38,7 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve --model PATH [--host 127.0.0.1] [--port 8080] [--max-seqs N] [--kv-cache-mem SIZE] [--api-key KEY]",
 		Short: "Serve a model over an OpenAI-compatible HTTP API with continuous batching",
 		Long: `Serve loads the model and answers POST /v1/completions and /v1/chat/completions
-(streamed as server-sent events with "stream": true), GET /v1/models, POST /tokenize and
+(streamed as server-sent events with "stream": true), GET /v1/models(/ID), POST /tokenize and
 /detokenize, GET /health (200 once ready) and GET /metrics (Prometheus; vLLM's metric names
 with the prefix "tokenwise:").
 
@@ -54,15 +54,20 @@ connections with no request in flight, lets those in flight finish for up to
 --shutdown-grace, cancels the rest and exits 0.
 
 Connections are bounded by --read-header-timeout (a request's headers), --read-timeout
-(the whole request, body included), --idle-timeout (a keep-alive connection between requests) and
---write-timeout (each write: a client that stops reading is cut off; a stream that keeps
-being read is never cut, however long it runs). --request-timeout bounds the generation.
+(the whole request, body included), --idle-timeout (a keep-alive connection between
+requests) and --write-timeout (each write: a client that stops reading is cut off; a
+stream that keeps being read is never cut, however long it runs). --request-timeout
+bounds the generation.
 
 Only requests whose Host is the address they came in on, or localhost, 127.0.0.1 or [::1]
 with the port, are answered (403 otherwise; add names with --allow-host, e.g. behind a
 proxy): a web page cannot reach the server through DNS rebinding. Browser requests from
 another origin (an Origin header that is not the server's own) get 403 unless
---allow-origin lists the origin.`,
+--allow-origin lists the origin.
+
+Request fields the server does not implement (tools, logit_bias, response_format, ...) get
+400 naming the field. Chat roles are those of the model's template; message content holding
+special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special-in-content.`,
 		Example: `  tokenwise serve --model /tmp/smollm2-synth --port 8080 --max-seqs 16 --kv-cache-mem 1GiB`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
