@@ -3,10 +3,8 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"unicode/utf8"
 
 	"github.com/tokenwise/tokenwise/engine"
 )
@@ -16,6 +14,7 @@ type apiError struct {
 	status int
 	typ    string // invalid_request_error, authentication_error, ...
 	param  string
+	code   string // OpenAI's machine-readable code (unknown_parameter, model_not_found, ...); "" answers null
 	msg    string
 }
 
@@ -40,6 +39,9 @@ func (e *apiError) body() errorBody {
 	b.Error.Message, b.Error.Type, b.Error.Code = e.msg, e.typ, nil
 	if e.param != "" {
 		b.Error.Param = &e.param
+	}
+	if e.code != "" {
+		b.Error.Code = e.code
 	}
 	return b
 }
@@ -92,29 +94,10 @@ type chatRequest struct {
 	TopLogprobs         *int          `json:"top_logprobs"`
 }
 
-// decodeJSON parses a request body into v: the body must be valid UTF-8 (encoding/json
-// would silently replace bad bytes) and one JSON object of the right field types.
-func decodeJSON(body []byte, v any) *apiError {
-	if !utf8.Valid(body) {
-		return badRequest("", "request body is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return badRequest(te.Field, "field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
-		}
-		return badRequest("", "malformed JSON body: %v", err)
-	}
-	if dec.More() {
-		return badRequest("", "malformed JSON body: data after the JSON object")
-	}
-	return nil
-}
-
 // genParams are the validated generation parameters of a request.
 type genParams struct {
-	maxTokens   int // -1: to the end of the context
+	maxTokens   int    // -1: to the end of the context
+	maxName     string // the field that set it: max_tokens or max_completion_tokens
 	sampler     engine.SamplerParams
 	seeded      bool
 	stop        []string
@@ -125,16 +108,16 @@ type genParams struct {
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-// params validates the shared fields. maxTokens and logprob settings are filled in by the
-// endpoint.
-func (f *samplingFields) params(maxTokens *int) (genParams, *apiError) {
-	p := genParams{maxTokens: -1, ignoreEOS: f.IgnoreEOS}
+// params validates the shared fields. maxTokens is the endpoint's length limit, from the
+// field maxName; logprob settings are filled in by the endpoint.
+func (f *samplingFields) params(maxName string, maxTokens *int) (genParams, *apiError) {
+	p := genParams{maxTokens: -1, maxName: maxName, ignoreEOS: f.IgnoreEOS}
 	if f.N != nil && *f.N != 1 {
 		return p, badRequest("n", "n = %d: only n = 1 is supported", *f.N)
 	}
 	if maxTokens != nil {
 		if *maxTokens < 1 {
-			return p, badRequest("max_tokens", "max_tokens %d: must be >= 1", *maxTokens)
+			return p, badRequest(maxName, "%s %d: must be >= 1", maxName, *maxTokens)
 		}
 		p.maxTokens = *maxTokens
 	}

@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/tokenwise/tokenwise/engine"
 )
@@ -34,7 +36,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("suffix", "suffix is not supported"))
 		return
 	}
-	p, aerr := req.params(req.MaxTokens)
+	p, aerr := req.params("max_tokens", req.MaxTokens)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -73,11 +75,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	maxTokens := req.MaxCompletionTokens
+	maxName, maxTokens := "max_completion_tokens", req.MaxCompletionTokens
 	if maxTokens == nil {
-		maxTokens = req.MaxTokens
+		maxName, maxTokens = "max_tokens", req.MaxTokens
 	}
-	p, aerr := req.params(maxTokens)
+	p, aerr := req.params(maxName, maxTokens)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -114,7 +116,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, idPrefix strin
 		writeError(w, aerr)
 		return
 	}
-	out := &responder{s: s, w: w, id: fmt.Sprintf("%s-%d", idPrefix, g.id), chat: chat, logprobs: p.logprobs}
+	// The id is unguessable (not the sequence number), so one client cannot name another's
+	// response; created is this response's time, the same in each of its chunks.
+	out := &responder{s: s, w: w, id: idPrefix + "-" + rand.Text(), created: time.Now().Unix(), chat: chat, logprobs: p.logprobs}
 	if f.Stream {
 		out.stream(ctx, g, f.StreamOptions != nil && f.StreamOptions.IncludeUsage)
 		return
@@ -131,14 +135,14 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, idPrefix strin
 		if p.logprobs {
 			choice.Logprobs = out.chatLogprobs(res.tokens)
 		}
-		writeJSON(w, 200, chatResponse{ID: out.id, Object: "chat.completion", Created: s.created, Model: s.cfg.ModelName, Choices: []chatChoice{choice}, Usage: &u})
+		writeJSON(w, 200, chatResponse{ID: out.id, Object: "chat.completion", Created: out.created, Model: s.cfg.ModelName, Choices: []chatChoice{choice}, Usage: &u})
 		return
 	}
 	choice := completionChoice{Text: res.text.String(), FinishReason: &res.finish}
 	if p.logprobs {
 		choice.Logprobs = out.completionLogprobs(res.tokens, 0)
 	}
-	writeJSON(w, 200, completionResponse{ID: out.id, Object: "text_completion", Created: s.created, Model: s.cfg.ModelName, Choices: []completionChoice{choice}, Usage: &u})
+	writeJSON(w, 200, completionResponse{ID: out.id, Object: "text_completion", Created: out.created, Model: s.cfg.ModelName, Choices: []completionChoice{choice}, Usage: &u})
 }
 
 // failure maps how a generation ended early to an API error.
@@ -160,6 +164,7 @@ type responder struct {
 	s        *Server
 	w        http.ResponseWriter
 	id       string
+	created  int64
 	chat     bool
 	logprobs bool
 	offset   int // text offset of the next token (completion logprobs)
@@ -220,7 +225,7 @@ func (o *responder) stream(ctx context.Context, g *genRequest, includeUsage bool
 			c.Logprobs = o.completionLogprobs(lp, o.offset)
 		}
 		o.offset += len(ev.text)
-		return send(completionResponse{ID: o.id, Object: "text_completion", Created: s.created, Model: s.cfg.ModelName, Choices: []completionChoice{c}})
+		return send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: s.cfg.ModelName, Choices: []completionChoice{c}})
 	})
 	if err != nil {
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -232,9 +237,9 @@ func (o *responder) stream(ctx context.Context, g *genRequest, includeUsage bool
 	if includeUsage {
 		u := res.usage
 		if o.chat {
-			_ = send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: s.created, Model: s.cfg.ModelName, Choices: []chatChoice{}, Usage: &u})
+			_ = send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: s.cfg.ModelName, Choices: []chatChoice{}, Usage: &u})
 		} else {
-			_ = send(completionResponse{ID: o.id, Object: "text_completion", Created: s.created, Model: s.cfg.ModelName, Choices: []completionChoice{}, Usage: &u})
+			_ = send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: s.cfg.ModelName, Choices: []completionChoice{}, Usage: &u})
 		}
 	}
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
@@ -242,7 +247,7 @@ func (o *responder) stream(ctx context.Context, g *genRequest, includeUsage bool
 }
 
 func (o *responder) chatChunk(c chatChoice) chatResponse {
-	return chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.s.created, Model: o.s.cfg.ModelName, Choices: []chatChoice{c}}
+	return chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.s.cfg.ModelName, Choices: []chatChoice{c}}
 }
 
 // tokenText is a token's own text, as logprobs show it.
@@ -261,11 +266,18 @@ func (o *responder) chatLogprobs(toks []engine.TokenLogprobs) *chatLogprobs {
 	return out
 }
 
+// chatLogprob is one token's entry. bytes are the token's raw bytes: a token holding part
+// of a character (a byte-level or byte-fallback token) shows as U+FFFD in token, and its
+// bytes are what lets a client put the character back together.
 func (o *responder) chatLogprob(id int, lp float32) chatLogprob {
 	text := o.tokenText(id)
-	b := make([]int, len(text))
-	for i := range len(text) {
-		b[i] = int(text[i])
+	raw := o.s.tok.TokenBytes(id)
+	if raw == nil {
+		raw = []byte(text)
+	}
+	b := make([]int, len(raw))
+	for i, c := range raw {
+		b[i] = int(c)
 	}
 	return chatLogprob{Token: text, Logprob: lp, Bytes: b}
 }

@@ -1,5 +1,5 @@
 // Package server is tokenwise's OpenAI-compatible HTTP server: /v1/completions and
-// /v1/chat/completions (streamed as server-sent events or not), /v1/models, /tokenize,
+// /v1/chat/completions (streamed as server-sent events or not), /v1/models(/{id}), /tokenize,
 // /detokenize, /health and Prometheus /metrics.
 //
 // Requests share the model through continuous batching: one runner goroutine loops over
@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -58,22 +59,40 @@ type Config struct {
 	APIKey         string        // when set, /v1/*, /tokenize and /detokenize need "Authorization: Bearer APIKey"
 	RequestTimeout time.Duration // per request; default 10 minutes
 	MaxBodyBytes   int64         // default 4 MiB
+
+	// Connection timeouts (see http.go). None of them cuts a request in flight that makes
+	// progress.
+	ReadHeaderTimeout time.Duration // reading a request's headers; default 10 s
+	ReadTimeout       time.Duration // reading a whole request, headers and body; default 60 s
+	WriteTimeout      time.Duration // each write to the client: a client that stops reading is cut off after it; default 60 s
+	IdleTimeout       time.Duration // a keep-alive connection waiting for its next request; default 120 s
+
+	// Host and Origin policy (see policy.go).
+	AllowHosts   []string // Host names answered besides the request's own address and the loopback names ("name" or "name:port"; "*": any)
+	AllowOrigins []string // browser origins ("https://app.example") answered besides the server's own, with CORS headers; "*": any
+
+	// AllowSpecialInContent lets chat message content hold the text of special tokens, which
+	// then act as control tokens (see chat.go); by default such content is refused.
+	AllowSpecialInContent bool
 }
 
-// Server serves one model. Create it with New, serve Handler, stop it with Close.
+// Server serves one model. Create it with New; serve Handler, or the http.Server from
+// HTTPServer and stop that with Shutdown; stop the runner with Close.
 type Server struct {
-	cfg     Config
-	m       *model.Model
-	tok     *tokenizer.Tokenizer
-	tmpl    *engine.ChatTemplate // nil: the tokenizer has no chat template
-	tmplErr error
-	stopIDs []int
-	vocab   int
-	maxLen  int
-	pc      *model.PagedCache
-	sch     *sched.Scheduler
-	met     *metrics
-	created int64
+	cfg      Config
+	m        *model.Model
+	tok      *tokenizer.Tokenizer
+	tmpl     *engine.ChatTemplate // nil: the tokenizer has no chat template
+	tmplErr  error
+	roles    []string      // chat roles the template takes
+	specials *specialTexts // the special tokens' texts, refused in chat content
+	stopIDs  []int
+	vocab    int
+	maxLen   int
+	pc       *model.PagedCache
+	sch      *sched.Scheduler
+	met      *metrics
+	created  int64
 
 	submit   chan submission
 	cancels  chan sched.SeqID
@@ -85,6 +104,7 @@ type Server struct {
 	nextID                atomic.Uint64
 	draining              atomic.Bool
 	closeOne              sync.Once
+	conns                 connTracker // of the http.Server from HTTPServer
 }
 
 // New allocates the KV cache and starts the runner.
@@ -120,6 +140,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.ReadHeaderTimeout, 10 * time.Second}, {&cfg.ReadTimeout, time.Minute}, {&cfg.WriteTimeout, time.Minute}, {&cfg.IdleTimeout, 2 * time.Minute}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
 	blockBytes := int64(cfg.Model.KVBytesPerToken() * cfg.BlockSize) // per the model's cache dtype
 	numBlocks := int(cfg.KVCacheBytes / blockBytes)
 	if numBlocks < 1 {
@@ -151,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 		reqs: map[sched.SeqID]*genRequest{},
 	}
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
+	s.roles, s.specials = chatRoles(s.tmpl), newSpecialTexts(cfg.Tokenizer)
 	s.updateGauges()
 	go s.loop()
 	return s, nil
@@ -185,12 +214,45 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
 	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
-	return s.recoverer(s.auth(mux))
+	return s.recoverer(s.policy(s.deadlines(s.auth(routes(mux)))))
 }
+
+// routes serves mux, answering what it has no route for (404, or 405 for a known path) with
+// an OpenAI error body instead of net/http's plain text.
+func routes(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &headerRecorder{h: http.Header{}, status: 404}
+		h.ServeHTTP(rec, r)
+		if allow := rec.h.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		e := &apiError{status: rec.status, typ: "invalid_request_error", msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
+		if rec.status == http.StatusMethodNotAllowed {
+			e.msg = fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.h.Get("Allow"))
+		}
+		writeError(w, e)
+	})
+}
+
+// headerRecorder keeps the status and headers a handler writes, dropping its body.
+type headerRecorder struct {
+	h      http.Header
+	status int
+}
+
+func (r *headerRecorder) Header() http.Header         { return r.h }
+func (r *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *headerRecorder) WriteHeader(status int)      { r.status = status }
 
 // recoverer answers 500 instead of dying when a handler panics.
 func (s *Server) recoverer(next http.Handler) http.Handler {
@@ -213,11 +275,13 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.APIKey == "" {
 		return next
 	}
-	want := []byte("Bearer " + s.cfg.APIKey)
+	want := []byte(s.cfg.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/health" && r.URL.Path != "/metrics" {
-			got := []byte(r.Header.Get("Authorization"))
-			if subtle.ConstantTimeCompare(got, want) != 1 {
+			// The scheme is case-insensitive (RFC 9110 11.1), the key is not.
+			scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			key = strings.TrimLeft(key, " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(key), want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="tokenwise"`)
 				writeError(w, &apiError{status: 401, typ: "authentication_error", msg: "invalid or missing API key (Authorization: Bearer KEY)"})
 				return
@@ -239,22 +303,31 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, e.body())
 }
 
-// readBody reads at most MaxBodyBytes.
+// readBody reads at most MaxBodyBytes, within ReadTimeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	mw := w
+	if dw, ok := w.(*deadlineWriter); ok {
+		mw = dw.ResponseWriter // MaxBytesReader tells net/http to close the connection through it
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(mw, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			return nil, &apiError{status: 413, typ: "invalid_request_error", msg: fmt.Sprintf("request body larger than %d bytes", mb.Limit)}
 		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &apiError{status: 408, typ: "invalid_request_error", msg: fmt.Sprintf("the request body did not arrive within %v", s.cfg.ReadTimeout)}
+		}
 		return nil, badRequest("", "reading the request body: %v", err)
 	}
+	s.conns.markBusy(r)
 	return body, nil
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
+		writeError(w, &apiError{status: 503, typ: "server_error", msg: "server is shutting down"})
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -270,9 +343,26 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// handleModel is GET /v1/models/{id}.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id == "" {
+		id = "(none)" // GET /v1/models/ names no model
+	}
+	if aerr := s.checkModel(id); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, 200, map[string]any{
+		"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "tokenwise",
+		"max_model_len": s.maxLen,
+	})
+}
+
 func (s *Server) checkModel(name string) *apiError {
 	if name != "" && name != s.cfg.ModelName {
-		return &apiError{status: 404, typ: "invalid_request_error", param: "model", msg: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName)}
+		return &apiError{status: 404, typ: "invalid_request_error", param: "model", code: "model_not_found",
+			msg: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName)}
 	}
 	return nil
 }
@@ -290,6 +380,10 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		AddSpecialTokens *bool         `json:"add_special_tokens"`
 	}
 	if aerr := decodeJSON(body, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if aerr := s.checkModel(req.Model); aerr != nil {
 		writeError(w, aerr)
 		return
 	}
@@ -327,6 +421,10 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	if aerr := s.checkModel(req.Model); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	if aerr := s.checkIDs("tokens", req.Tokens); aerr != nil {
 		writeError(w, aerr)
 		return
@@ -343,32 +441,6 @@ func (s *Server) checkIDs(param string, ids []int) *apiError {
 	return nil
 }
 
-// chatPrompt renders messages with the tokenizer's chat template.
-func (s *Server) chatPrompt(msgs []chatMessage) ([]int, *apiError) {
-	if s.tmpl == nil {
-		return nil, badRequest("messages", "this model has no chat template (%v); use /v1/completions", s.tmplErr)
-	}
-	if len(msgs) == 0 {
-		return nil, badRequest("messages", "messages must not be empty")
-	}
-	em := make([]engine.Message, len(msgs))
-	for i, m := range msgs {
-		if m.Role == "" {
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is required", i)
-		}
-		text, aerr := messageText(i, m.Content)
-		if aerr != nil {
-			return nil, aerr
-		}
-		em[i] = engine.Message{Role: m.Role, Content: text}
-	}
-	ids, _, err := s.tmpl.ChatPrompt(s.tok, em, engine.ChatOptions{AddGenerationPrompt: true})
-	if err != nil {
-		return nil, badRequest("messages", "rendering the chat template: %v", err)
-	}
-	return ids, nil
-}
-
 // prepare validates the prompt length against max_tokens and the context, fills in
 // defaults and the seed.
 func (s *Server) prepare(prompt []int, p *genParams, logprobs bool, top int) (*genRequest, *apiError) {
@@ -383,8 +455,8 @@ func (s *Server) prepare(prompt []int, p *genParams, logprobs bool, top int) (*g
 		return nil, badRequest("prompt", "this model's maximum context length is %d tokens; the prompt has %d, leaving no room to generate", s.maxLen, len(prompt))
 	}
 	if p.maxTokens > room {
-		return nil, badRequest("max_tokens", "this model's maximum context length is %d tokens; you requested %d tokens (%d in the prompt, %d for the completion)",
-			s.maxLen, len(prompt)+p.maxTokens, len(prompt), p.maxTokens)
+		return nil, badRequest(p.maxName, "this model's maximum context length is %d tokens; you requested %d tokens (%d in the prompt, %d for the completion in %s)",
+			s.maxLen, len(prompt)+p.maxTokens, len(prompt), p.maxTokens, p.maxName)
 	}
 	if p.maxTokens < 0 {
 		p.maxTokens = room

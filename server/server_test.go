@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 }
 
 // fixture returns the model folder, writing it once per test binary.
-func fixture(t *testing.T) string {
+func fixture(t testing.TB) string {
 	t.Helper()
 	src := testref.Path(t, "node_modules", "@lenml", "tokenizer-llama3", "models")
 	fixtureOnce.Do(func() {
@@ -91,12 +91,20 @@ func fixture(t *testing.T) string {
 type testServer struct {
 	*Server
 	url string
+	hs  *http.Server
+	ln  net.Listener
 	m   *model.Model
 	tok *tokenizer.Tokenizer
 }
 
 // startServer serves the fixture on 127.0.0.1:0 until the test ends.
-func startServer(t *testing.T, cfg Config) *testServer {
+func startServer(t testing.TB, cfg Config) *testServer {
+	t.Helper()
+	return serveFixture(t, cfg, func(s *Server) *http.Server { return &http.Server{Handler: s.Handler()} })
+}
+
+// serveFixture serves the fixture with the http.Server newHS makes.
+func serveFixture(t testing.TB, cfg Config, newHS func(*Server) *http.Server) *testServer {
 	t.Helper()
 	dir := fixture(t)
 	m, err := model.Load(dir, model.Options{Threads: 2})
@@ -119,7 +127,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: s.Handler()}
+	hs := newHS(s)
 	go hs.Serve(ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -128,7 +136,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 		s.Close()
 		m.Close()
 	})
-	return &testServer{Server: s, url: "http://" + ln.Addr().String(), m: m, tok: tok}
+	return &testServer{Server: s, url: "http://" + ln.Addr().String(), m: m, tok: tok, hs: hs, ln: ln}
 }
 
 func (ts *testServer) client(key string) openai.Client {

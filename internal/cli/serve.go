@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,6 +27,9 @@ type serveFlags struct {
 	port, maxSeqs, maxBatched        int
 	maxWaiting, maxLen, threads      int
 	timeout, grace                   time.Duration
+	readHeader, read, write, idle    time.Duration
+	allowHosts, allowOrigins         []string
+	allowSpecial                     bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -36,7 +38,7 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve --model PATH [--host 127.0.0.1] [--port 8080] [--max-seqs N] [--kv-cache-mem SIZE] [--api-key KEY]",
 		Short: "Serve a model over an OpenAI-compatible HTTP API with continuous batching",
 		Long: `Serve loads the model and answers POST /v1/completions and /v1/chat/completions
-(streamed as server-sent events with "stream": true), GET /v1/models, POST /tokenize and
+(streamed as server-sent events with "stream": true), GET /v1/models(/ID), POST /tokenize and
 /detokenize, GET /health (200 once ready) and GET /metrics (Prometheus; vLLM's metric names
 with the prefix "tokenwise:").
 
@@ -51,8 +53,25 @@ so its answer varies from request to request. Send "temperature": 0 for greedy d
 the default of tokenwise generate (which gives the same text for the same prompt).
 
 With --api-key (or TOKENWISE_API_KEY), every endpoint except /health and /metrics needs
-"Authorization: Bearer KEY". SIGTERM or Ctrl-C stops accepting requests, lets those in
-flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
+"Authorization: Bearer KEY". SIGTERM or Ctrl-C stops accepting requests, closes the
+connections with no request in flight, lets those in flight finish for up to
+--shutdown-grace, cancels the rest and exits 0.
+
+Connections are bounded by --read-header-timeout (a request's headers), --read-timeout
+(the whole request, body included), --idle-timeout (a keep-alive connection between
+requests) and --write-timeout (each write: a client that stops reading is cut off; a
+stream that keeps being read is never cut, however long it runs). --request-timeout
+bounds the generation.
+
+Only requests whose Host is the address they came in on, or localhost, 127.0.0.1 or [::1]
+with the port, are answered (403 otherwise; add names with --allow-host, e.g. behind a
+proxy): a web page cannot reach the server through DNS rebinding. Browser requests from
+another origin (an Origin header that is not the server's own) get 403 unless
+--allow-origin lists the origin.
+
+Request fields the server does not implement (tools, logit_bias, response_format, ...) get
+400 naming the field. Chat roles are those of the model's template; message content holding
+special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special-in-content.`,
 		Example: `  tokenwise serve --model /tmp/smollm2-synth --port 8080 --max-seqs 16 --kv-cache-mem 1GiB`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,6 +96,13 @@ flight finish for up to --shutdown-grace, cancels the rest and exits 0.`,
 	fl.BoolVar(&f.mmap, "mmap", false, "map the checkpoint from the page cache (quick to load, shared between processes) instead of reading it into huge-page memory (faster decode)")
 	fl.DurationVar(&f.timeout, "request-timeout", 10*time.Minute, "longest a request may run")
 	fl.DurationVar(&f.grace, "shutdown-grace", 30*time.Second, "how long requests in flight may finish after SIGTERM")
+	fl.DurationVar(&f.readHeader, "read-header-timeout", 10*time.Second, "longest a client may take to send a request's headers")
+	fl.DurationVar(&f.read, "read-timeout", time.Minute, "longest a client may take to send a whole request, headers and body")
+	fl.DurationVar(&f.write, "write-timeout", time.Minute, "longest one write to a client may block (a client that stops reading); renewed on every write, so streams that make progress run on")
+	fl.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
+	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "also answer requests with this Host (name, or name:port; repeatable; '*': any), e.g. behind a proxy")
+	fl.BoolVar(&f.allowSpecial, "allow-special-in-content", false, "let chat message content hold special-token text (e.g. <|im_end|>), read as control tokens; refused by default")
+	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "also answer browser requests from this origin, with CORS headers (e.g. https://app.example; repeatable; '*': any)")
 	return cmd
 }
 
@@ -131,6 +157,8 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		Model: m, Tokenizer: tok, ModelName: name,
 		MaxSeqs: f.maxSeqs, MaxBatchedTokens: f.maxBatched, MaxWaiting: f.maxWaiting, MaxModelLen: f.maxLen,
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
+		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
+		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -141,7 +169,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	addr := ln.Addr().String()
@@ -157,18 +185,10 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stderr, "tokenwise: shutting down: finishing requests in flight")
-	srv.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), f.grace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		// Grace is over: cancel what is left, then close the connections.
-		fmt.Fprintln(stderr, "tokenwise: grace period over: cancelling requests in flight")
-		srv.Close()
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		if err := hs.Shutdown(cctx); err != nil {
-			hs.Close()
-		}
+	if err := srv.Shutdown(sctx, hs); err != nil {
+		fmt.Fprintln(stderr, "tokenwise: grace period over: cancelled the requests still in flight")
 	}
 	return nil
 }

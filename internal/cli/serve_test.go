@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -172,5 +174,47 @@ func TestTemperatureDefaultsInHelp(t *testing.T) {
 				t.Errorf("%s -h lacks %q:\n%s", cmd, w, out)
 			}
 		}
+	}
+}
+
+// TestServeShutdownStalledConnection: a client that sent half its headers does not hold up
+// SIGTERM: serve returns well within --shutdown-grace, though the header timeout is a minute.
+func TestServeShutdownStalledConnection(t *testing.T) {
+	dir := synthFolder(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	const grace = 5 * time.Second
+	go func() {
+		done <- runServe(ctx, serveFlags{model: dir, host: "127.0.0.1", port: 0, maxSeqs: 2, maxBatched: 64,
+			kvMem: "4MiB", timeout: time.Minute, grace: grace, readHeader: time.Minute, read: time.Minute, idle: time.Minute},
+			io.Discard, func(a string) { addrc <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Le", addr)
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shutdown returned %v", err)
+		}
+	case <-time.After(2 * grace):
+		t.Fatal("serve did not stop")
+	}
+	if el := time.Since(start); el >= grace {
+		t.Fatalf("shutdown took %v: it waited on the stalled connection for the whole grace of %v", el, grace)
 	}
 }
