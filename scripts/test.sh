@@ -43,6 +43,8 @@ step "kernels (no GOEXPERIMENT)" go test -count=1 ./kernels
 export GOEXPERIMENT=simd
 step "go vet (simd)" go vet ./kernels
 step "go test ./..." go test -count=1 -timeout 45m ./...
+# The README's "Try it yourself" commands, in a fresh clone of HEAD (about 2 minutes).
+step "README commands (scripts/newcomer.sh)" scripts/newcomer.sh
 
 secs=$(($(date +%s) - start))
 echo >&2
