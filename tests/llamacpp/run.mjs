@@ -7,7 +7,8 @@
 //              "texts": ["hello world"], "parseSpecial": false, "kvCacheType": "F16"|"F32",
 //              "cpuLibrary": "haswell"|"skylakex"}
 //   answer:   {"vocabSize": N, "bos": id|null, "eos": id|null, "cpuLibrary": "haswell",
-//              "prompts": [{"ids": [...greedy continuation...], "top": [[id, logit - maxLogit], ...]}],
+//              "prompts": [{"ids": [...greedy continuation...], "top": [[id, logit - maxLogit], ...],
+//                           "steps": [[[id, logit - maxLogit], ...], ...]}],
 //              "tokens": [[...ids of texts[0]...], ...]}
 //
 // Prompts are token ids, not text, so the tokenizer cannot hide a forward-pass difference.
@@ -16,6 +17,8 @@
 // "top" holds the first generated step's top-k as logit minus the maximum logit, recovered as
 // ln(p_i / p_max) from the softmax node-llama-cpp reports (shift-invariant, so it compares
 // directly with tokenwise's logits minus their maximum). topk < 0 returns every nonzero one.
+// A prompt with "everyStep": true also gets "steps": the same top-k at every generated step
+// (steps[0] is top), for locating the first step whose logits differ; without it, no steps.
 //
 // cpuLibrary names the ggml CPU build (libggml-cpu-NAME.so) that llama.cpp runs: node-llama-cpp
 // is loaded from $TOKENWISE_REFS/ggml/NAME/node_modules, which holds that one library
@@ -71,6 +74,20 @@ for (const text of req.texts ?? []) {
 	out.tokens.push(Array.from(model.tokenize(text, req.parseSpecial === true)));
 }
 
+// topLogits turns node-llama-cpp's probabilities (a Map sorted by probability, highest first)
+// into the topk [id, logit − max logit] pairs, ln(p_i / p_max).
+function topLogits(probabilities, topk) {
+	const probs = [...probabilities.entries()];
+	const pmax = probs[0][1];
+	const top = [];
+	for (const [id, pr] of probs) {
+		if (topk >= 0 && top.length >= topk) break;
+		if (pr <= 0) break;
+		top.push([id, Math.log(pr / pmax)]);
+	}
+	return top;
+}
+
 if ((req.prompts ?? []).length > 0) {
 	const need = Math.max(...req.prompts.map((p) => p.ids.length + (p.n ?? 0))) + 1;
 	const contextSize = req.contextSize ?? Math.max(need, 64);
@@ -96,22 +113,21 @@ if ((req.prompts ?? []).length > 0) {
 		const res = await seq.controlledEvaluate(input);
 		const first = res[p.ids.length - 1]?.next;
 		if (first == null || first.token == null) throw new Error("llama.cpp produced no token for a prompt");
-		const probs = [...first.probabilities.entries()]; // sorted by probability, highest first
-		const pmax = probs[0][1];
-		const top = [];
-		for (const [id, pr] of probs) {
-			if (topk >= 0 && top.length >= topk) break;
-			if (pr <= 0) break;
-			top.push([id, Math.log(pr / pmax)]);
-		}
+		const top = topLogits(first.probabilities, topk);
+		const every = p.everyStep === true;
+		const steps = every ? [top] : null;
 		const gen = [first.token];
 		while (gen.length < n) {
-			const r = await seq.controlledEvaluate([[gen[gen.length - 1], { generateNext: { token: true, options: greedy } }]]);
-			const t = r[0]?.next?.token;
+			const r = await seq.controlledEvaluate([[gen[gen.length - 1], { generateNext: { token: true, probabilities: every, options: greedy } }]]);
+			const next = r[0]?.next;
+			const t = next?.token;
 			if (t == null) throw new Error(`llama.cpp produced no token at step ${gen.length}`);
+			if (every) steps.push(topLogits(next.probabilities, topk));
 			gen.push(t);
 		}
-		out.prompts.push({ ids: gen.slice(0, Math.max(n, 1)), top });
+		const answer = { ids: gen.slice(0, Math.max(n, 1)), top };
+		if (every) answer.steps = steps.slice(0, Math.max(n, 1));
+		out.prompts.push(answer);
 	}
 	await context.dispose();
 }
