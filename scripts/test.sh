@@ -49,7 +49,7 @@ step "README commands (scripts/newcomer.sh)" scripts/newcomer.sh
 secs=$(($(date +%s) - start))
 echo >&2
 echo "test.sh: slowest packages:" >&2
-grep -E '^ok +[^ ]+ +[0-9.]+s' "$log" | awk '{print $3, $2}' | sort -rn | head -8 | sed 's/^/  /' >&2
+grep -E '^ok[[:space:]]+[^[:space:]]+[[:space:]]+[0-9.]+s' "$log" | awk '{print $3, $2}' | sort -rn | head -8 | sed 's/^/  /' >&2
 if [ ${#failed[@]} -eq 0 ]; then
 	echo "test.sh: all tests passed in ${secs}s; tokenizer parity table: .cache/parity/status.md" >&2
 	exit 0
