@@ -23,10 +23,11 @@ type GGMLBuild int
 
 const (
 	// GGMLAVX2 is ggml's AVX2 build (libggml-cpu-haswell: AVX2, FMA, F16C), the one
-	// llama.cpp loads on a CPU without AVX-512 (AMD Zen 1–3, Intel client cores).
+	// llama.cpp loads on a CPU with AVX2 but neither AVX-512 nor AVX-VNNI (AMD Zen 1–3,
+	// Intel Haswell to Comet Lake).
 	GGMLAVX2 GGMLBuild = iota
-	// GGMLAVX512 is ggml's AVX-512 builds without AMX (libggml-cpu-skylakex and the
-	// icelake, cascadelake, cooperlake, cannonlake and zen4 libraries, which sum alike).
+	// GGMLAVX512 is ggml's AVX-512 builds without AMX (libggml-cpu-skylakex; measured on
+	// SmolLM2 Q4_1, the cannonlake, cascadelake and zen4 libraries give the same logits).
 	// llama.cpp loads one of them on AVX-512 CPUs, except on Intel CPUs with AMX, where it
 	// loads libggml-cpu-sapphirerapids, whose AMX quantized products this package does not
 	// reproduce.
