@@ -70,22 +70,9 @@ func argmax(v []float32) int {
 // greedy runs tokenwise: the first step's logits and n greedy tokens.
 func greedy(t *testing.T, m *model.Model, prompt []int, n int) ([]float32, []int) {
 	t.Helper()
-	s := m.NewSequence(len(prompt) + n + 1)
-	logits, err := m.Prefill(s, prompt)
+	first, ids, err := greedyRun(m, prompt, n)
 	if err != nil {
 		t.Fatal(err)
-	}
-	first := slices.Clone(logits)
-	var ids []int
-	for len(ids) < n {
-		id := argmax(logits)
-		ids = append(ids, id)
-		if len(ids) == n {
-			break
-		}
-		if logits, err = m.Decode(s, id); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return first, ids
 }
@@ -95,26 +82,46 @@ func greedy(t *testing.T, m *model.Model, prompt []int, n int) ([]float32, []int
 // the largest logit difference seen.
 func compare(t *testing.T, what string, logits []float32, ids []int, ref llamaPrompt, tol float64) float64 {
 	t.Helper()
-	if !slices.Equal(ids, ref.IDs) {
-		k := 0
-		for k < len(ids) && k < len(ref.IDs) && ids[k] == ref.IDs[k] {
-			k++
-		}
+	if k := divergence(ids, ref.IDs); k >= 0 {
 		t.Errorf("%s: greedy tokens differ from step %d of %d\ntokenwise %v\nllama.cpp %v", what, k, len(ids), ids, ref.IDs)
 	}
-	mx := logits[argmax(logits)]
-	var worst float64
-	for _, top := range ref.Top {
-		id := int(top[0])
-		if id < 0 || id >= len(logits) {
-			t.Fatalf("%s: llama.cpp token %d outside tokenwise's %d logits", what, id, len(logits))
-		}
-		worst = max(worst, math.Abs(float64(logits[id]-mx)-top[1]))
-	}
+	worst := topLogitDiff(t, what, logits, ref.Top)
 	if worst > tol {
 		t.Errorf("%s: first-step logits differ from llama.cpp by %.3g (tolerance %.3g)", what, worst, tol)
 	}
 	return worst
+}
+
+// topLogitDiff is the largest difference, over llama.cpp's top-k of one step ([id, logit −
+// max logit]), between llama.cpp's relative logit and tokenwise's.
+func topLogitDiff(t *testing.T, what string, logits []float32, top [][2]float64) float64 {
+	t.Helper()
+	mx := logits[argmax(logits)]
+	var worst float64
+	for _, tp := range top {
+		id := int(tp[0])
+		if id < 0 || id >= len(logits) {
+			t.Fatalf("%s: llama.cpp token %d outside tokenwise's %d logits", what, id, len(logits))
+		}
+		worst = max(worst, math.Abs(float64(logits[id]-mx)-tp[1]))
+	}
+	return worst
+}
+
+// forcedAgainst runs forced for each prompt against llama.cpp's answer ref and checks the
+// first step's logits within tie; label names the model in the messages.
+func forcedAgainst(t *testing.T, label string, m *model.Model, tok *tokenizer.Tokenizer, prompts [][]int, ref llamaResult, tie float64) {
+	t.Helper()
+	for i, p := range prompts {
+		what := fmt.Sprintf("%s prompt %d", label, i)
+		logits, n, gap := forced(t, what, m, p, ref.Prompts[i].IDs, tie)
+		d := topLogitDiff(t, what, logits, ref.Prompts[i].Top)
+		if d > tie {
+			t.Errorf("%s: first-step logits differ from llama.cpp by %.3g (allowed %.3g)", what, d, tie)
+		}
+		t.Logf("%s: first-step logits within %.3g; %d/%d steps choose differently (largest gap %.3g); llama.cpp says %q",
+			what, d, n, len(ref.Prompts[i].IDs), gap, tok.Decode(ref.Prompts[i].IDs, true))
+	}
 }
 
 // forced feeds llama.cpp's greedy tokens to tokenwise (teacher forcing) and checks that at
@@ -433,19 +440,7 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 				t.Fatalf("tokenwise on the Q4_1 GGUF: %v", err)
 			}
 			defer m.Close()
-			for i, p := range prompts {
-				logits, n, gap := forced(t, fmt.Sprintf("Q4_1 prompt %d", i), m, p, ref.Prompts[i].IDs, tie)
-				mx := logits[argmax(logits)]
-				var d float64
-				for _, top := range ref.Prompts[i].Top {
-					d = max(d, math.Abs(float64(logits[int(top[0])]-mx)-top[1]))
-				}
-				if d > tie {
-					t.Errorf("Q4_1 prompt %d: first-step logits differ from llama.cpp by %.3g (allowed %.3g)", i, d, tie)
-				}
-				t.Logf("Q4_1 prompt %d: first-step logits within %.3g; %d/%d steps choose differently (largest gap %.3g); llama.cpp says %q",
-					i, d, n, steps, gap, tok.Decode(ref.Prompts[i].IDs, true))
-			}
+			forcedAgainst(t, "Q4_1", m, tok, prompts, ref, tie)
 		})
 	}
 
@@ -468,19 +463,7 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 		t.Fatalf("tokenwise on the exported HF folder: %v", err)
 	}
 	defer m.Close()
-	for i, p := range prompts {
-		logits, n, gap := forced(t, fmt.Sprintf("f32 round trip prompt %d", i), m, p, ref32.Prompts[i].IDs, tie)
-		mx := logits[argmax(logits)]
-		var d float64
-		for _, top := range ref32.Prompts[i].Top {
-			d = max(d, math.Abs(float64(logits[int(top[0])]-mx)-top[1]))
-		}
-		if d > tie {
-			t.Errorf("f32 round trip prompt %d: first-step logits differ from llama.cpp by %.3g (allowed %.3g)", i, d, tie)
-		}
-		t.Logf("f32 (HF folder vs re-exported GGUF) prompt %d: first-step logits within %.3g; %d/%d steps choose differently (largest gap %.3g); %q",
-			i, d, n, steps, gap, tok.Decode(ref32.Prompts[i].IDs, true))
-	}
+	forcedAgainst(t, "f32 round trip (HF folder vs re-exported GGUF)", m, tok, prompts, ref32, tie)
 }
 
 // TestExportedDTypesRunInLlamaCpp: GGUFs exported with --dtype bf16 and q8_0 load and run in
@@ -672,12 +655,7 @@ func TestSmolLM2PromptLengthsMatchLlamaCpp(t *testing.T) {
 					t.Errorf("%s: greedy tokens differ from step %d of %d (tokenwise's %d over llama.cpp's %d by %.4g logits)\ntokenwise %v\nllama.cpp %v",
 						what, k, steps, ids[k], want[k], l[ids[k]]-l[want[k]], ids, want)
 				}
-				logits := runs[i].first
-				mx := logits[argmax(logits)]
-				var d float64
-				for _, top := range ref.Prompts[i].Top {
-					d = max(d, math.Abs(float64(logits[int(top[0])]-mx)-top[1]))
-				}
+				d := topLogitDiff(t, what, runs[i].first, ref.Prompts[i].Top)
 				if d > tol {
 					t.Errorf("%s: first-step logits differ from llama.cpp by %.3g (allowed %.3g)", what, d, tol)
 				}
