@@ -85,13 +85,18 @@ func (a *attention) qkv(r *run, in []float32) (q, k, v []float32) {
 	return q, k, v
 }
 
-// forward runs attention for the pass's tokens: project, position, append k and v to this
-// sequence's cache, attend over the cache, project back.
+// forward runs attention for the pass's tokens: project, position, append k and v to each
+// token's sequence cache (its chunk's kvView), attend over that cache, project back.
+// Attention is the one per-sequence part of a pass: a token reads only its own
+// sequence's keys and values, so a sequence's arithmetic does not depend on what else the
+// pass holds.
 func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 	c := r.m.cfg
 	hd := c.HeadDim
 	q, k, v := a.qkv(r, in)
 	half := hd / 2
+	kvDim := c.NumKVHeads * hd
+	f16 := r.m.kvF16
 	for t := range r.n {
 		cos, sin := r.cos[t*half:(t+1)*half], r.sin[t*half:(t+1)*half]
 		for h := range c.NumHeads {
@@ -100,59 +105,80 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		for h := range c.NumKVHeads {
 			r.position(k[(t*c.NumKVHeads+h)*hd:(t*c.NumKVHeads+h+1)*hd], a.kNorm, cos, sin)
 		}
+		kv := r.chunks[r.tokCh[t]].kv
+		row := kv.row(r.tokPos[t])
+		if f16 {
+			kernels.F16Encode(kv.store.k16[layer][row*kvDim:(row+1)*kvDim], k[t*kvDim:(t+1)*kvDim])
+			kernels.F16Encode(kv.store.v16[layer][row*kvDim:(row+1)*kvDim], v[t*kvDim:(t+1)*kvDim])
+		} else {
+			copy(kv.store.k[layer][row*kvDim:(row+1)*kvDim], k[t*kvDim:(t+1)*kvDim])
+			copy(kv.store.v[layer][row*kvDim:(row+1)*kvDim], v[t*kvDim:(t+1)*kvDim])
+		}
 	}
-	kvDim := c.NumKVHeads * hd
 	ctx := r.ctx[:r.n*c.NumHeads*hd]
 	group := c.NumHeads / c.NumKVHeads
-	if r.m.kvF16 {
-		kc, vc := r.s.k16[layer], r.s.v16[layer]
-		kernels.F16Encode(kc[r.pos0*kvDim:(r.pos0+r.n)*kvDim], k[:r.n*kvDim])
-		kernels.F16Encode(vc[r.pos0*kvDim:(r.pos0+r.n)*kvDim], v[:r.n*kvDim])
-		if r.n >= kernels.AttnTile && kernels.TiledAttnOK(hd) { // as llama.cpp picks its tiled path
-			var tiles []attnTile
-			for t0 := 0; t0 < r.n; t0 += kernels.AttnTile {
-				tiles = append(tiles, attnTile{t0: t0, n: min(kernels.AttnTile, r.n-t0), pos0: r.pos0 + t0})
+	if f16 {
+		// A chunk of kernels.AttnTile or more tokens is attended in tiles, as llama.cpp
+		// picks its tiled path for a pass of that length; the other tokens one by one.
+		// Deciding by chunk, not by pass, keeps a sequence's arithmetic independent of what
+		// else is batched with it.
+		tiles, rest := r.tiles[:0], r.rest[:0]
+		t0 := 0
+		for i := range r.chunks {
+			ch := &r.chunks[i]
+			n := len(ch.tokens)
+			if n >= kernels.AttnTile && kernels.TiledAttnOK(hd) {
+				for j := 0; j < n; j += kernels.AttnTile {
+					tiles = append(tiles, attnTile{t0: t0 + j, n: min(kernels.AttnTile, n-j), pos0: ch.start + j, kv: ch.kv})
+				}
+			} else {
+				for j := range n {
+					rest = append(rest, t0+j)
+				}
 			}
-			r.tiledAttention(tiles, q, ctx, kc, vc)
-			return r.linear(a.o, ctx, r.attnOut)
+			t0 += n
+		}
+		r.tiles, r.rest = tiles, rest
+		if len(tiles) > 0 {
+			r.tiledAttention(layer, tiles, q, ctx)
 		}
 		scale := ggmlScale(hd)
-		r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
+		r.m.pool.Run(len(rest)*c.NumHeads, 1, func(worker, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				t, h := balanced(i, r.n, c.NumHeads)
-				pos := r.pos0 + t
+				u, h := balanced(i, len(rest), c.NumHeads)
+				t := rest[u]
+				pos := r.tokPos[t]
+				kv := r.chunks[r.tokCh[t]].kv
 				j := t*c.NumHeads + h
-				rows := r.kvRows(worker, kvRows{}, firstPos(c, pos), pos)
-				attendF16(&r.flash[worker], r.q16[worker], ctx[j*hd:(j+1)*hd], q[j*hd:(j+1)*hd], kc, vc,
-					rows, (h/group)*hd, kvDim, scale)
+				rows := r.kvRows(worker, kv, firstPos(c, pos), pos)
+				attendF16(&r.flash[worker], r.q16[worker], ctx[j*hd:(j+1)*hd], q[j*hd:(j+1)*hd],
+					kv.store.k16[layer], kv.store.v16[layer], rows, (h/group)*hd, kvDim, scale)
 			}
 		})
 		return r.linear(a.o, ctx, r.attnOut)
 	}
-	kc, vc := r.s.k[layer], r.s.v[layer]
-	copy(kc[r.pos0*kvDim:], k[:r.n*kvDim])
-	copy(vc[r.pos0*kvDim:], v[:r.n*kvDim])
-
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			t, h := balanced(i, r.n, c.NumHeads)
-			pos := r.pos0 + t
-			first := firstPos(c, pos)
-			j := t*c.NumHeads + h
-			qh := q[j*hd : (j+1)*hd]
-			g := h / group
-			scores := r.scores[worker][:pos+1-first]
-			for j := range scores {
-				p := first + j
-				scores[j] = kernels.Dot(qh, kc[p*kvDim+g*hd:p*kvDim+(g+1)*hd]) * scale
+		for u := lo; u < hi; u++ {
+			t, h := balanced(u, r.n, c.NumHeads)
+			pos := r.tokPos[t]
+			kv := r.chunks[r.tokCh[t]].kv
+			kc, vc := kv.store.k[layer], kv.store.v[layer]
+			rows := r.kvRows(worker, kv, firstPos(c, pos), pos)
+			i := t*c.NumHeads + h
+			qh := q[i*hd : (i+1)*hd]
+			off := (h / group) * hd
+			scores := r.scores[worker][:len(rows)]
+			for j, s := range rows {
+				at := int(s)*kvDim + off
+				scores[j] = kernels.Dot(qh, kc[at:at+hd]) * scale
 			}
 			kernels.Softmax(scores)
-			out := ctx[j*hd : (j+1)*hd]
+			out := ctx[i*hd : (i+1)*hd]
 			clear(out)
-			for j, s := range scores {
-				p := first + j
-				kernels.AddScaled(out, s, vc[p*kvDim+g*hd:p*kvDim+(g+1)*hd])
+			for j, w := range scores {
+				at := int(rows[j])*kvDim + off
+				kernels.AddScaled(out, w, vc[at:at+hd])
 			}
 		}
 	})
@@ -194,20 +220,6 @@ func firstPos(c *Config, pos int) int {
 // ggmlScale is llama.cpp's attention scale 1.0f/sqrtf(head_dim), in float32 throughout.
 func ggmlScale(hd int) float32 { return 1 / float32(math.Sqrt(float64(hd))) }
 
-// kvRows maps a position to its row of a cache: the position itself (blocks nil, a
-// Sequence) or its slot through a block table (PagedCache).
-type kvRows struct {
-	blocks []int
-	bs     int
-}
-
-func (k kvRows) row(p int) int {
-	if k.blocks == nil {
-		return p
-	}
-	return k.blocks[p/k.bs]*k.bs + p%k.bs
-}
-
 // attendF16 writes into out the attention of one query head qh over the cache rows rows of
 // an f16 cache (the head's vectors at offset off of each kvDim-wide row), as llama.cpp's
 // flash attention computes it (kernels.FlashF16); q16 is scratch of len(qh).
@@ -217,10 +229,10 @@ func attendF16(fl *kernels.FlashF16, q16, out, qh []float32, kc, vc []uint16, ro
 	fl.Attend(out, q16, kc, vc, rows, off, kvDim, scale)
 }
 
-// kvRows returns worker's list of the cache rows of positions first..last, filled from the
-// block table (or the positions themselves) unless it already holds them: the heads of one
-// token, which a worker takes in turn, share it.
-func (r *run) kvRows(worker int, t kvRows, first, last int) []int32 {
+// kvRows returns worker's list of the cache rows of positions first..last of view t, filled
+// from its block table (or the positions themselves) unless it already holds them: the heads
+// of one token, which a worker takes in turn, share it.
+func (r *run) kvRows(worker int, t kvView, first, last int) []int32 {
 	key := rowsKey{first: first, last: last + 1} // last+1: the zero key is never valid
 	if t.blocks != nil {
 		key.blocks = &t.blocks[0]
@@ -248,16 +260,16 @@ func balanced(i, n, heads int) (t, h int) {
 }
 
 // attnTile is a run of up to kernels.AttnTile consecutive tokens of one sequence, tokens
-// t0..t0+n−1 of the pass at positions pos0.., whose cache rows come from kv.
+// t0..t0+n−1 of the pass at positions pos0.., whose keys and values are in kv.
 type attnTile struct {
 	t0, n, pos0 int
-	kv          kvRows
+	kv          kvView
 }
 
 // tiledAttention writes into ctx the attention of every head of the tokens of tiles over
-// the f16 cache kc, vc, with llama.cpp's tiled arithmetic (kernels.FlashTiled), which it
-// runs for passes of kernels.AttnTile or more tokens.
-func (r *run) tiledAttention(tiles []attnTile, q, ctx []float32, kc, vc []uint16) {
+// their sequences' f16 caches at layer, with llama.cpp's tiled arithmetic
+// (kernels.FlashTiled), which it runs for passes of kernels.AttnTile or more tokens.
+func (r *run) tiledAttention(layer int, tiles []attnTile, q, ctx []float32) {
 	c := r.m.cfg
 	hd := c.HeadDim
 	kvDim := c.NumKVHeads * hd
@@ -276,7 +288,7 @@ func (r *run) tiledAttention(tiles []attnTile, q, ctx []float32, kc, vc []uint16
 			qs := kernels.TileQueries{Q: q[at:], QStride: stride, Out: ctx[at:], OutStride: stride,
 				N: tl.n, Pos0: tl.pos0, Window: c.SlidingWindow}
 			first := firstPos(c, tl.pos0)
-			cache := kernels.TileCache{K: kc, V: vc, Rows: r.kvRows(worker, tl.kv, first, tl.pos0+tl.n-1),
+			cache := kernels.TileCache{K: tl.kv.store.k16[layer], V: tl.kv.store.v16[layer], Rows: r.kvRows(worker, tl.kv, first, tl.pos0+tl.n-1),
 				RowBase: first, Off: (h / group) * hd, Stride: kvDim}
 			r.tiled[worker].AttendTiled(&qs, &cache, hd, scale)
 		}

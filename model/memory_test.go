@@ -13,10 +13,10 @@ import (
 // kvCap is the number of tokens a sequence's cache holds now.
 func kvCap(s *Sequence) int {
 	kvDim := s.m.cfg.NumKVHeads * s.m.cfg.HeadDim
-	if s.k16 != nil {
-		return len(s.k16[0]) / kvDim
+	if s.kv.k16 != nil {
+		return len(s.kv.k16[0]) / kvDim
 	}
-	return len(s.k[0]) / kvDim
+	return len(s.kv.k[0]) / kvDim
 }
 
 // The cache doubles, except that once the tokens fill half of maxLen it takes maxLen at
@@ -140,10 +140,10 @@ func TestReleaseReusesCache(t *testing.T) {
 		t.Run(kv.String(), func(t *testing.T) {
 			m, _, _ := testModelOpts(t, "qwen3-headdim", tensor.F32, Options{Threads: 2, KVCache: kv})
 			first := func(s *Sequence) *byte {
-				if s.k16 != nil {
-					return (*byte)(unsafe.Pointer(&s.k16[0][0]))
+				if s.kv.k16 != nil {
+					return (*byte)(unsafe.Pointer(&s.kv.k16[0][0]))
 				}
-				return (*byte)(unsafe.Pointer(&s.k[0][0]))
+				return (*byte)(unsafe.Pointer(&s.kv.k[0][0]))
 			}
 			a := m.NewSequence(0)
 			long := make([]int, 70)
@@ -175,13 +175,13 @@ func TestReleaseReusesCache(t *testing.T) {
 			kvDim := m.cfg.NumKVHeads * m.cfg.HeadDim
 			for l := range m.cfg.NumLayers {
 				if kv == tensor.F16 {
-					for i, x := range b.v16[l][len(testPrompt)*kvDim:] {
+					for i, x := range b.kv.v16[l][len(testPrompt)*kvDim:] {
 						if x != 0 {
 							t.Fatalf("layer %d value %d past the prompt: %#x, want 0", l, i, x)
 						}
 					}
 				} else {
-					for i, x := range b.v[l][len(testPrompt)*kvDim:] {
+					for i, x := range b.kv.v[l][len(testPrompt)*kvDim:] {
 						if x != 0 {
 							t.Fatalf("layer %d value %d past the prompt: %g, want 0", l, i, x)
 						}

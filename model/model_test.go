@@ -2,10 +2,11 @@ package model
 
 import (
 	"fmt"
-	"github.com/tokenwise/tokenwise/kernels"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tokenwise/tokenwise/kernels"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
