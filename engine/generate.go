@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tokenwise/tokenwise/engine/sched"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	// OnText receives the text as it is produced, in whole UTF-8 pieces that
 	// concatenate to Result.Text. Returning an error stops generation.
 	OnText func(piece string) error
+	// Processor, if set, masks the logits before each sampling step (a grammar).
+	Processor LogitsProcessor
 }
 
 // FinishReason says why generation ended.
@@ -96,10 +99,11 @@ func StopIDs(m *model.Model, tok *tokenizer.Tokenizer) []int {
 	return ids
 }
 
-// Generate runs the prompt through the model (one prefill), then samples and
-// decodes one token per step until a stop token, a stop string, MaxTokens or
-// the end of the context. On a cancelled ctx or an OnText error it returns the
-// partial result with the error.
+// Generate runs the prompt through the model (prefill), then samples and decodes one token
+// per step until a stop token, a stop string, MaxTokens or the end of the context: a batch
+// of one through the engine's step loop (Engine.Step), over a paged cache sized for this
+// generation (prompt + MaxTokens, or the context without MaxTokens). On a cancelled ctx or
+// an OnText error it returns the partial result with the error.
 func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, promptIDs []int, opts Options) (*Result, error) {
 	start := time.Now()
 	cfg := m.Config()
@@ -113,50 +117,45 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	if len(promptIDs) >= maxCtx {
 		return nil, fmt.Errorf("generate: the prompt has %d tokens; the context holds %d, leaving no room to generate", len(promptIDs), maxCtx)
 	}
-	vocab := min(cfg.VocabSize, tok.VocabSize())
-	for i, id := range promptIDs {
-		if id < 0 || id >= cfg.VocabSize {
-			return nil, fmt.Errorf("generate: prompt token %d at position %d is outside the model's vocabulary (%d)", id, i, cfg.VocabSize)
-		}
-	}
-	for _, s := range opts.Stop {
-		if s == "" {
-			return nil, errors.New("generate: empty stop string")
-		}
-	}
 	maxNew := maxCtx - len(promptIDs)
 	if opts.MaxTokens > 0 && opts.MaxTokens < maxNew {
 		maxNew = opts.MaxTokens
 	}
-	// The sampler only sees ids the tokenizer knows: the LM head may have
-	// padding rows beyond them (vocab_size rounded up) that mean nothing.
-	sampler, err := NewSampler(opts.Sampler, vocab)
+	// The cache holds the whole generation; one pass takes at most prefillChunk tokens of
+	// the prompt, as a Sequence's Prefill does.
+	const blockSize = 16
+	need := len(promptIDs) + maxNew
+	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: (need + blockSize - 1) / blockSize, BlockSize: blockSize,
+		Sched: sched.Config{MaxSeqs: 1, MaxBatchedTokens: prefillChunk, MaxWaiting: 1, MaxModelLen: need}})
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
-	sampler.SetPrompt(promptIDs)
-	var stops []int
-	if !opts.IgnoreEOS {
-		stops = StopIDs(m, tok)
+	defer e.Close() // its cache serves the model's next generation
+	if err := e.Add(Request{ID: 1, Prompt: promptIDs, MaxTokens: maxNew, Sampler: opts.Sampler, Stop: opts.Stop,
+		StopIDs: opts.StopIDs, IgnoreEOS: opts.IgnoreEOS, KeepSpecial: opts.KeepSpecial, Arrival: start,
+		Processor: opts.Processor}); err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
 	}
-	stops = append(stops, opts.StopIDs...)
 
 	res := &Result{PromptIDs: slices.Clone(promptIDs), IDs: make([]int, 0, min(maxNew, 4096))}
-	out := newStopWriter(opts.Stop, opts.OnText)
-	stream := tok.NewStreamDecoder(!opts.KeepSpecial)
-	wantLogprobs := opts.Sampler.Logprobs || opts.Sampler.TopLogprobs > 0
-	finish := func(reason string, err error) (*Result, error) {
-		if reason != "" {
-			res.FinishReason = reason
-			// Pass on held text: after a stop string there is none; after a stop
-			// token or at the length limit it was not the start of a stop string.
-			if ferr := out.flush(); ferr != nil && err == nil {
-				err = ferr
-			}
+	var text strings.Builder
+	emit := func(s string) error {
+		if s == "" {
+			return nil
 		}
-		res.Text = out.text.String()
+		text.WriteString(s)
+		if opts.OnText != nil {
+			return opts.OnText(s)
+		}
+		return nil
+	}
+	finish := func(st Stats, reason string, err error) (*Result, error) {
+		res.FinishReason = reason
+		res.Text = text.String()
 		res.Usage = Usage{PromptTokens: len(promptIDs), CompletionTokens: len(res.IDs), TotalTokens: len(promptIDs) + len(res.IDs)}
 		t := &res.Timing
+		t.PrefillMs, t.DecodeMs, t.DecodeSteps = ms(st.Prefill), ms(st.Decode), st.DecodeSteps
+		t.TTFTMs = ms(st.TTFT)
 		if t.PrefillMs > 0 {
 			t.PrefillTokS = float64(len(promptIDs)) / (t.PrefillMs / 1000)
 		}
@@ -165,97 +164,43 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 		}
 		return res, err
 	}
-
-	seq := m.NewSequence(maxCtx)
-	defer seq.Release() // its cache serves the model's next generation
-	t0 := time.Now()
-	logits, err := m.Prefill(seq, promptIDs)
-	if err != nil {
-		return nil, fmt.Errorf("generate: prefill: %w", err)
-	}
-	// Sampling the first token belongs to prefill: it reads prefill's logits.
-	var decodeDur time.Duration
-	for step := 0; ; step++ {
+	for {
 		if err := ctx.Err(); err != nil {
-			return finish("", err)
+			st, _ := e.Stats(1)
+			return finish(st, "", err)
 		}
-		ts := time.Now()
-		ch, err := sampler.Sample(logits)
-		if err != nil {
-			return finish("", fmt.Errorf("generate: step %d: %w", step, err))
-		}
-		if step == 0 {
-			now := time.Now()
-			res.Timing.PrefillMs = ms(now.Sub(t0))
-			res.Timing.TTFTMs = ms(now.Sub(start))
-		} else {
-			decodeDur += time.Since(ts)
-			res.Timing.DecodeMs = ms(decodeDur)
-		}
-		sampler.Accept(ch.ID)
-		res.IDs = append(res.IDs, ch.ID)
-		if wantLogprobs {
-			res.Logprobs = append(res.Logprobs, TokenLogprobs{ID: ch.ID, Logprob: ch.Logprob, Top: slices.Clone(ch.TopLogprobs)})
-		}
-		if slices.Contains(stops, ch.ID) {
-			return finish(FinishStop, nil)
-		}
-		if piece := stream.Next(ch.ID); piece != "" {
-			stopped, err := out.write(piece)
-			if err != nil {
-				return finish("", err)
+		rep, err := e.Step()
+		for _, tk := range rep.Tokens {
+			res.IDs = append(res.IDs, tk.ID)
+			if tk.Logprob != nil {
+				res.Logprobs = append(res.Logprobs, *tk.Logprob)
 			}
-			if stopped {
-				return finish(FinishStop, nil)
+			if err := emit(tk.Text); err != nil {
+				st, _ := e.Stats(1)
+				return finish(st, "", err)
 			}
 		}
-		if len(res.IDs) >= maxNew {
-			return finish(FinishLength, nil)
-		}
-		td := time.Now()
-		logits, err = m.DecodeInto(logits, seq, ch.ID) // the sampler is done with them
-		decodeDur += time.Since(td)
-		res.Timing.DecodeSteps++
-		res.Timing.DecodeMs = ms(decodeDur)
 		if err != nil {
-			return finish("", fmt.Errorf("generate: decode step %d: %w", res.Timing.DecodeSteps, err))
+			var st Stats
+			if len(rep.Finished) > 0 {
+				st = rep.Finished[0].Stats
+			}
+			return finish(st, "", fmt.Errorf("generate: %w", err))
+		}
+		if len(rep.Finished) > 0 {
+			f := rep.Finished[0]
+			// Pass on held text: after a stop string there is none; after a stop token or at
+			// the length limit it was not the start of a stop string.
+			return finish(f.Stats, f.Reason, emit(f.Text))
+		}
+		if len(rep.Step.Work) == 0 {
+			return finish(Stats{}, "", errors.New("generate: the engine scheduled nothing")) // cannot happen: the cache holds the request
 		}
 	}
 }
+
+// prefillChunk bounds the prompt tokens of one pass in Generate: activations grow with it,
+// while the weights are already reused 512 times per read (as model's Prefill chunks).
+const prefillChunk = 512
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// stopWriter feeds the stop-string rule (StopText) and passes what it releases to onText,
-// keeping the whole text for the Result.
-type stopWriter struct {
-	rule    StopText
-	onText  func(string) error
-	text    strings.Builder
-	stopped bool
-}
-
-func newStopWriter(stops []string, onText func(string) error) *stopWriter {
-	return &stopWriter{rule: StopText{Stops: stops}, onText: onText}
-}
-
-// write adds piece and reports whether a stop string was found (the text
-// before it has been emitted, the rest dropped).
-func (w *stopWriter) write(piece string) (bool, error) {
-	out, stopped := w.rule.Write(piece)
-	w.stopped = w.stopped || stopped
-	return stopped, w.emit(out)
-}
-
-// flush emits the held text at the end of generation.
-func (w *stopWriter) flush() error { return w.emit(w.rule.Flush()) }
-
-func (w *stopWriter) emit(s string) error {
-	if s == "" {
-		return nil
-	}
-	w.text.WriteString(s)
-	if w.onText != nil {
-		return w.onText(s)
-	}
-	return nil
-}

@@ -19,7 +19,7 @@ import (
 // TestStopWriter feeds text in every two-piece split and checks what is
 // emitted: text before the first stop string, never any of the stop string,
 // everything when no stop string occurs.
-func TestStopWriter(t *testing.T) {
+func TestStopText(t *testing.T) {
 	cases := []struct {
 		text  string
 		stops []string
@@ -37,22 +37,21 @@ func TestStopWriter(t *testing.T) {
 	for _, c := range cases {
 		for cut := 0; cut <= len(c.text); cut++ {
 			var pieces []string
-			w := newStopWriter(c.stops, func(s string) error { pieces = append(pieces, s); return nil })
+			w := StopText{Stops: c.stops}
 			stopped := false
 			for _, p := range []string{c.text[:cut], c.text[cut:]} {
 				if stopped || p == "" {
 					continue
 				}
-				var err error
-				if stopped, err = w.write(p); err != nil {
-					t.Fatal(err)
-				}
+				var out string
+				out, stopped = w.Write(p)
+				pieces = append(pieces, out)
 			}
 			if !stopped {
-				w.flush()
+				pieces = append(pieces, w.Flush())
 			}
 			got := strings.Join(pieces, "")
-			if got != c.want || stopped != c.stop || w.text.String() != got {
+			if got != c.want || stopped != c.stop {
 				t.Errorf("%q split at %d, stops %q: emitted %q (stop %v), want %q (stop %v)", c.text, cut, c.stops, got, stopped, c.want, c.stop)
 			}
 		}

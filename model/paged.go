@@ -25,7 +25,8 @@ type PagedCache struct {
 	m         *Model
 	blockSize int
 	numBlocks int
-	kv        kvStore // per layer: numBlocks × blockSize rows
+	kv        kvStore // per layer: numBlocks × blockSize rows, slices of mem
+	mem       kvMem
 
 	run    run
 	chunks []passChunk
@@ -54,16 +55,37 @@ func (m *Model) NewPagedCache(numBlocks, blockSize int) (*PagedCache, error) {
 	kvDim := c.NumKVHeads * c.HeadDim
 	pc := &PagedCache{m: m, blockSize: blockSize, numBlocks: numBlocks}
 	size := numBlocks * blockSize * kvDim
-	for range c.NumLayers {
-		if m.kvF16 {
-			pc.kv.k16 = append(pc.kv.k16, make([]uint16, size))
-			pc.kv.v16 = append(pc.kv.v16, make([]uint16, size))
-		} else {
-			pc.kv.k = append(pc.kv.k, make([]float32, size))
-			pc.kv.v = append(pc.kv.v, make([]float32, size))
-		}
+	// One allocation for the keys of all layers and one for the values, taken from the
+	// memory the model keeps of the last released cache when it is large enough (as a
+	// Sequence's): a loop of generations, each with its own cache, reuses one.
+	m.mu.Lock()
+	spare := &m.spare
+	if m.kvF16 {
+		pc.kv.k16, pc.kv.v16 = make([][]uint16, c.NumLayers), make([][]uint16, c.NumLayers)
+		pc.mem.k16 = growKV(pc.kv.k16, size, 0, &spare.k16)
+		pc.mem.v16 = growKV(pc.kv.v16, size, 0, &spare.v16)
+	} else {
+		pc.kv.k, pc.kv.v = make([][]float32, c.NumLayers), make([][]float32, c.NumLayers)
+		pc.mem.k = growKV(pc.kv.k, size, 0, &spare.k)
+		pc.mem.v = growKV(pc.kv.v, size, 0, &spare.v)
 	}
+	m.mu.Unlock()
 	return pc, nil
+}
+
+// Release gives the cache's memory to the model for its next cache or sequence (the
+// larger of it and what the model already keeps). The cache must not be used afterwards.
+func (c *PagedCache) Release() {
+	m := c.m
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	if c.mem.bytes() > m.spare.bytes() {
+		m.spare = c.mem
+	}
+	m.mu.Unlock()
+	*c = PagedCache{}
 }
 
 // BlockSize is the number of token slots per block.

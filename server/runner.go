@@ -2,29 +2,25 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/tokenwise/tokenwise/engine"
 	"github.com/tokenwise/tokenwise/engine/sched"
-	"github.com/tokenwise/tokenwise/model"
-	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
-// The runner loop is the one goroutine that owns the scheduler, the KV cache and every
-// running request's sampler. Each iteration: take in new requests and cancellations, ask
-// the scheduler for a step, run it as one batched forward pass, sample the sequences that
-// reached their last token, and tell the scheduler what happened. HTTP handlers talk to it
-// only through channels, and it never blocks on a handler: each request's event channel
-// has room for every event the request can produce.
+// The runner loop is the one goroutine that owns the engine (its scheduler, KV cache and
+// every running request's sampler). Each iteration: take in new requests and
+// cancellations, run one engine step (engine.Engine.Step: schedule, one batched forward
+// pass, sampling), and pass each request its tokens and, at the end, its usage. HTTP
+// handlers talk to it only through channels, and it never blocks on a handler: each
+// request's event channel has room for every event the request can produce.
 
 // event is what a request's handler receives: one per generated token, then a final one.
 type event struct {
 	text     string // text this token completes (whole UTF-8; may be empty)
 	token    int
+	source   engine.Source
 	logprob  *engine.TokenLogprobs
 	done     bool
 	finish   string // stop, length
@@ -42,19 +38,7 @@ type genRequest struct {
 	arrival   time.Time
 	events    chan event
 
-	sampler      *engine.Sampler
-	stream       *tokenizer.StreamDecoder
-	stop         engine.StopText
-	gen          int
-	admitted     time.Time
-	firstToken   time.Time
-	lastToken    time.Time
-	cached       int
-	prefillDur   time.Duration
-	decodeDur    time.Duration
-	prefillSteps int
-	decodeSteps  int
-	finish, tail string // why it ended, and the text held back until then
+	admitted, firstToken, lastToken time.Time
 }
 
 // errShutdown ends the requests still running when the server closes.
@@ -70,7 +54,7 @@ func (s *Server) loop() {
 	defer close(s.loopDone)
 	defer s.cancelAll(errShutdown)
 	for {
-		if s.sch.Idle() {
+		if s.eng.Idle() {
 			select {
 			case sub := <-s.submit:
 				s.admit(sub)
@@ -80,24 +64,14 @@ func (s *Server) loop() {
 				return
 			}
 		}
-	drain:
-		for {
-			select {
-			case sub := <-s.submit:
-				s.admit(sub)
-			case id := <-s.cancels:
-				s.cancel(id)
-			case <-s.stop:
-				return
-			default:
-				break drain
-			}
+		if !s.takeIn() {
+			return
 		}
-		if s.sch.Idle() {
+		if s.eng.Idle() {
 			continue
 		}
-		step := s.sch.Schedule()
-		if len(step.Work) == 0 {
+		rep, err := s.eng.Step()
+		if len(rep.Step.Work) == 0 {
 			// Cannot happen with admission checks in place (a lone request always fits);
 			// wait for a change rather than spin.
 			s.updateGauges()
@@ -112,32 +86,53 @@ func (s *Server) loop() {
 			}
 			continue
 		}
-		s.updateGauges() // blocks are allocated now, before any token of this step is seen
-		s.execute(step)
+		if err != nil {
+			slog.Error("step failed", "err", err, "step", rep.Step.String()) // it fails the requests in it, not the server
+		}
+		s.deliver(rep)
 		s.updateGauges()
 	}
 }
 
-// admit queues a request with the scheduler and answers the handler.
+// takeIn admits the submissions and applies the cancellations waiting on the channels,
+// without blocking; it reports false once stop is closed.
+func (s *Server) takeIn() bool {
+	for {
+		select {
+		case sub := <-s.submit:
+			s.admit(sub)
+		case id := <-s.cancels:
+			s.cancel(id)
+		case <-s.stop:
+			return false
+		default:
+			return true
+		}
+	}
+}
+
+// beforeStep runs before each engine step executes: the step's blocks are allocated now,
+// before any of its tokens is seen, so the gauges say so; then the test hook.
+func (s *Server) beforeStep(step sched.Step) {
+	s.updateGauges()
+	if s.cfg.beforeStep != nil {
+		s.cfg.beforeStep(step)
+	}
+}
+
+// admit queues a request with the engine and answers the handler.
 func (s *Server) admit(sub submission) {
 	r := sub.r
-	sampler, err := engine.NewSampler(r.p.sampler, s.vocab)
-	if err != nil {
+	err := s.eng.Add(engine.Request{ID: r.id, Prompt: r.prompt, MaxTokens: r.maxTokens, Sampler: r.p.sampler,
+		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival})
+	switch {
+	case errors.Is(err, sched.ErrQueueFull):
+		sub.reply <- err
+		return
+	case err != nil:
 		sub.reply <- badRequest("", "%v", err)
 		return
 	}
-	sampler.SetPrompt(r.prompt)
-	if err := s.sch.Add(sched.Request{ID: r.id, Prompt: r.prompt, MaxTokens: r.maxTokens}); err != nil {
-		if errors.Is(err, sched.ErrQueueFull) {
-			sub.reply <- err
-		} else {
-			sub.reply <- badRequest("", "%v", err)
-		}
-		return
-	}
-	r.sampler = sampler
-	r.stream = s.tok.NewStreamDecoder(true)
-	r.stop = engine.StopText{Stops: r.p.stop}
 	s.reqs[r.id] = r
 	s.updateGauges()
 	sub.reply <- nil
@@ -149,110 +144,42 @@ func (s *Server) cancel(id sched.SeqID) {
 		return
 	}
 	delete(s.reqs, id)
-	s.sch.Cancel(id)
+	s.eng.Cancel(id)
 	s.met.aborted.Inc()
 	s.updateGauges()
 }
 
-// cancelAll ends every request with err (shutdown, or a failed step).
+// cancelAll ends every request with err (shutdown).
 func (s *Server) cancelAll(err error) {
 	for id, r := range s.reqs {
 		r.events <- event{done: true, err: err, internal: true}
-		s.sch.Cancel(id)
+		s.eng.Cancel(id)
 		delete(s.reqs, id)
 	}
 	s.updateGauges()
 }
 
-// execute runs one step and feeds its results back to the scheduler.
-func (s *Server) execute(step sched.Step) {
-	now := time.Now()
-	for _, id := range step.Admitted {
+// deliver passes a step's tokens and finished requests to their handlers and records the
+// metrics. Token times are the step's end: when the tokens reach the handlers.
+func (s *Server) deliver(rep engine.StepReport) {
+	now := rep.Start.Add(rep.Dur)
+	for _, id := range rep.Step.Admitted {
 		if r := s.reqs[id]; r != nil && r.admitted.IsZero() {
-			r.admitted = now
-			s.met.queueTime.Observe(now.Sub(r.arrival).Seconds())
+			r.admitted = rep.Start
+			s.met.queueTime.Observe(rep.Start.Sub(r.arrival).Seconds())
 		}
 	}
-	for _, w := range step.Work {
-		if r := s.reqs[w.Seq]; r != nil && slices.Contains(step.Admitted, w.Seq) && r.gen == 0 {
-			r.cached = w.Start // tokens the prefix cache supplied at first admission
-		}
-	}
-	s.met.preemptions.Add(float64(len(step.Preempted)))
-
-	chunks := make([]model.Chunk, len(step.Work))
-	for i, w := range step.Work {
-		chunks[i] = model.Chunk{Tokens: w.Tokens, Start: w.Start, Blocks: w.Blocks, Logits: w.Sample}
-	}
-	logits, err := s.forward(chunks)
-	var outs []sched.Output
-	if err == nil {
-		outs, err = s.sample(step, logits)
-	}
-	dur := time.Since(now)
-	if err != nil {
-		// A failed step fails the requests in it, not the server.
-		slog.Error("step failed", "err", err, "step", step.String())
-		for _, w := range step.Work {
-			if r := s.reqs[w.Seq]; r != nil {
-				r.events <- event{done: true, err: fmt.Errorf("engine step failed: %w", err), internal: true}
-				delete(s.reqs, w.Seq)
-			}
-			s.sch.Cancel(w.Seq)
-		}
-		return
-	}
-	for _, w := range step.Work {
-		r := s.reqs[w.Seq]
-		if r == nil {
-			continue
-		}
+	s.met.preemptions.Add(float64(len(rep.Step.Preempted)))
+	for _, w := range rep.Step.Work {
 		if w.Prefill {
 			s.met.promptTokens.Add(float64(len(w.Tokens)))
-			r.prefillDur += dur
-			r.prefillSteps++
-		} else {
-			r.decodeDur += dur
-			r.decodeSteps++
 		}
 	}
-	s.sch.Update(step, outs)
-	s.finishDone(outs)
-}
-
-// forward runs the batched pass, turning a panic into an error.
-func (s *Server) forward(chunks []model.Chunk) (logits [][]float32, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in forward pass: %v\n%s", p, debug.Stack())
-		}
-	}()
-	return s.pc.Forward(chunks)
-}
-
-// sample picks the next token of every sequence that reached its last token, streams it,
-// and decides whether the sequence is done.
-func (s *Server) sample(step sched.Step, logits [][]float32) (outs []sched.Output, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic while sampling: %v\n%s", p, debug.Stack())
-		}
-	}()
-	now := time.Now()
-	for i, w := range step.Work {
-		if !w.Sample {
-			continue
-		}
-		r := s.reqs[w.Seq]
+	for _, tk := range rep.Tokens {
+		r := s.reqs[tk.Seq]
 		if r == nil {
 			continue
 		}
-		ch, err := r.sampler.Sample(logits[i])
-		if err != nil {
-			return nil, fmt.Errorf("request %d: %w", w.Seq, err)
-		}
-		r.sampler.Accept(ch.ID)
-		r.gen++
 		s.met.genTokens.Inc()
 		if r.firstToken.IsZero() {
 			r.firstToken = now
@@ -261,75 +188,47 @@ func (s *Server) sample(step sched.Step, logits [][]float32) (outs []sched.Outpu
 			s.met.itl.Observe(now.Sub(r.lastToken).Seconds())
 		}
 		r.lastToken = now
-		ev := event{token: ch.ID}
-		if r.p.logprobs {
-			ev.logprob = &engine.TokenLogprobs{ID: ch.ID, Logprob: ch.Logprob, Top: slices.Clone(ch.TopLogprobs)}
-		}
-		finish := ""
-		if !r.p.ignoreEOS && slices.Contains(s.stopIDs, ch.ID) {
-			finish = engine.FinishStop
-		} else if piece := r.stream.Next(ch.ID); piece != "" {
-			text, stopped := r.stop.Write(piece)
-			ev.text = text
-			if stopped {
-				finish = engine.FinishStop
-			}
-		}
-		if finish == "" && r.gen >= r.maxTokens {
-			finish = engine.FinishLength
-		}
-		r.events <- ev
-		outs = append(outs, sched.Output{Seq: w.Seq, Token: ch.ID, Done: finish != ""})
-		if finish != "" {
-			r.finish, r.tail = finish, r.stop.Flush()
-		}
+		r.events <- event{token: tk.ID, text: tk.Text, source: tk.Source, logprob: tk.Logprob}
 	}
-	return outs, nil
-}
-
-// finishDone records the metrics of the requests that finished this step and forgets them.
-// Their final event is sent here, after the step's time is in their usage.
-func (s *Server) finishDone(outs []sched.Output) {
-	for _, o := range outs {
-		if !o.Done {
-			continue
-		}
-		r := s.reqs[o.Seq]
+	for _, f := range rep.Finished {
+		r := s.reqs[f.Seq]
 		if r == nil {
 			continue
 		}
-		delete(s.reqs, o.Seq)
-		s.met.prefillTime.Observe(r.prefillDur.Seconds())
-		s.met.decodeTime.Observe(r.decodeDur.Seconds())
-		s.met.e2e.Observe(time.Since(r.arrival).Seconds())
+		delete(s.reqs, f.Seq)
+		if f.Err != nil {
+			r.events <- event{done: true, err: f.Err, internal: true}
+			continue
+		}
+		// vLLM's phase histograms: prefill from admission to the first token, decode from
+		// there to the last.
+		s.met.prefillTime.Observe(r.firstToken.Sub(r.admitted).Seconds())
+		s.met.decodeTime.Observe(r.lastToken.Sub(r.firstToken).Seconds())
+		s.met.e2e.Observe(now.Sub(r.arrival).Seconds())
 		s.met.success.Inc()
-		r.events <- event{text: r.tail, done: true, finish: r.finish, usage: r.usage()}
+		r.events <- event{text: f.Text, done: true, finish: f.Reason, usage: usageOf(f.Stats)}
 	}
 }
 
-// usage is the request's accounting so far.
-func (r *genRequest) usage() Usage {
-	u := Usage{
-		PromptTokens: len(r.prompt), CompletionTokens: r.gen, TotalTokens: len(r.prompt) + r.gen,
-		PromptTokensDetails: &tokenDetails{CachedTokens: r.cached},
-		PrefillMs:           ms(r.prefillDur), PrefillSteps: r.prefillSteps,
-		DecodeMs: ms(r.decodeDur), DecodeSteps: r.decodeSteps,
+// usageOf is a finished request's usage: its tokens, and its own share of the time of the
+// steps it ran in (engine.Stats), prefill and decode apart.
+func usageOf(st engine.Stats) Usage {
+	return Usage{
+		PromptTokens: st.PromptTokens, CompletionTokens: st.CompletionTokens, TotalTokens: st.PromptTokens + st.CompletionTokens,
+		PromptTokensDetails: &tokenDetails{CachedTokens: st.CachedTokens},
+		QueueMs:             ms(st.Queue), TTFTMs: ms(st.TTFT),
+		PrefillMs: ms(st.Prefill), PrefillSteps: st.PrefillSteps,
+		DecodeMs: ms(st.Decode), DecodeSteps: st.DecodeSteps,
 	}
-	if !r.admitted.IsZero() {
-		u.QueueMs = ms(r.admitted.Sub(r.arrival))
-	}
-	if !r.firstToken.IsZero() {
-		u.TTFTMs = ms(r.firstToken.Sub(r.arrival))
-	}
-	return u
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func (s *Server) updateGauges() {
-	kv := s.sch.KV()
-	s.met.running.Set(float64(s.sch.NumRunning()))
-	s.met.waiting.Set(float64(s.sch.NumWaiting()))
+	sch := s.eng.Scheduler()
+	kv := sch.KV()
+	s.met.running.Set(float64(sch.NumRunning()))
+	s.met.waiting.Set(float64(sch.NumWaiting()))
 	s.met.kvUsage.Set(kv.Usage())
 	// The manager counts prefix lookups since the start; pass on what is new.
 	s.met.prefixQueries.Add(float64(kv.Queries - s.seenQueries))

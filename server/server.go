@@ -37,7 +37,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tokenwise/tokenwise/engine"
-	"github.com/tokenwise/tokenwise/engine/kvcache"
 	"github.com/tokenwise/tokenwise/engine/sched"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tokenizer"
@@ -74,6 +73,11 @@ type Config struct {
 	// AllowSpecialInContent lets chat message content hold the text of special tokens, which
 	// then act as control tokens (see chat.go); by default such content is refused.
 	AllowSpecialInContent bool
+
+	// beforeStep, when set (by tests), runs before each engine step: a test holds a step
+	// with it instead of relying on how fast this machine generates.
+	beforeStep func(sched.Step)
+	onStart    func(*Server) // called by New before the runner starts
 }
 
 // Server serves one model. Create it with New; serve Handler, or the http.Server from
@@ -86,11 +90,9 @@ type Server struct {
 	tmplErr  error
 	roles    []string      // chat roles the template takes
 	specials *specialTexts // the special tokens' texts, refused in chat content
-	stopIDs  []int
 	vocab    int
 	maxLen   int
-	pc       *model.PagedCache
-	sch      *sched.Scheduler
+	eng      *engine.Engine
 	met      *metrics
 	created  int64
 
@@ -155,21 +157,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	// No sequence can be longer than the whole cache.
 	cfg.MaxModelLen = min(cfg.MaxModelLen, numBlocks*cfg.BlockSize)
-	pc, err := cfg.Model.NewPagedCache(numBlocks, cfg.BlockSize)
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	kv, err := kvcache.New(numBlocks, cfg.BlockSize)
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	sch, err := sched.New(sched.Config{MaxSeqs: cfg.MaxSeqs, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxWaiting: cfg.MaxWaiting, MaxModelLen: cfg.MaxModelLen}, kv)
+	eng, err := engine.NewEngine(engine.EngineConfig{Model: cfg.Model, Tokenizer: cfg.Tokenizer, NumBlocks: numBlocks, BlockSize: cfg.BlockSize,
+		Sched: sched.Config{MaxSeqs: cfg.MaxSeqs, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxWaiting: cfg.MaxWaiting, MaxModelLen: cfg.MaxModelLen}})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, m: cfg.Model, tok: cfg.Tokenizer, pc: pc, sch: sch,
-		stopIDs: engine.StopIDs(cfg.Model, cfg.Tokenizer),
+		cfg: cfg, m: cfg.Model, tok: cfg.Tokenizer, eng: eng,
 		vocab:   min(mc.VocabSize, cfg.Tokenizer.VocabSize()),
 		maxLen:  cfg.MaxModelLen,
 		met:     newMetrics(cfg.ModelName),
@@ -180,16 +174,20 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
 	s.roles, s.specials = chatRoles(s.tmpl), newSpecialTexts(cfg.Tokenizer)
+	eng.BeforeStep = s.beforeStep
+	if cfg.onStart != nil {
+		cfg.onStart(s)
+	}
 	s.updateGauges()
 	go s.loop()
 	return s, nil
 }
 
 // NumBlocks is the size of the KV cache in blocks.
-func (s *Server) NumBlocks() int { return s.pc.NumBlocks() }
+func (s *Server) NumBlocks() int { return s.eng.Cache().NumBlocks() }
 
 // BlockSize is the number of tokens per KV block.
-func (s *Server) BlockSize() int { return s.pc.BlockSize() }
+func (s *Server) BlockSize() int { return s.eng.Cache().BlockSize() }
 
 // MaxModelLen is the longest sequence served (prompt + output).
 func (s *Server) MaxModelLen() int { return s.maxLen }

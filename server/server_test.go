@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/engine/sched"
 	"github.com/tokenwise/tokenwise/formats/safetensors"
 	"github.com/tokenwise/tokenwise/internal/testref"
 	"github.com/tokenwise/tokenwise/model"
@@ -424,7 +426,10 @@ func TestDisconnectFreesBlocks(t *testing.T) {
 }
 
 func TestQueueFull429(t *testing.T) {
-	ts := startServer(t, Config{MaxSeqs: 1, MaxWaiting: 1})
+	cfg, release := holdSteps(1)
+	cfg.MaxSeqs, cfg.MaxWaiting = 1, 1
+	ts := startServer(t, cfg)
+	t.Cleanup(release) // before the server closes (cleanups run last first)
 	c := ts.client("")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -433,7 +438,7 @@ func TestQueueFull429(t *testing.T) {
 		MaxTokens: openai.Int(240), Temperature: openai.Float(0.8), Seed: openai.Int(1),
 	}
 	st := c.Completions.NewStreaming(ctx, long)
-	if !st.Next() {
+	if !st.Next() { // the first token; the runner now holds its second step
 		t.Fatal(st.Err())
 	}
 	go c.Completions.New(ctx, long) // waits behind the first
@@ -448,7 +453,38 @@ func TestQueueFull429(t *testing.T) {
 	}
 	checkErrorBody(t, resp.Body)
 	cancel()
+	release()
 	ts.waitMetric(t, "tokenwise:kv_cache_usage_perc", func(v float64) bool { return v == 0 })
+}
+
+// holdSteps returns a config whose runner runs the first free steps and then holds each
+// step until release is called, still taking in requests and cancellations while it holds:
+// a test sees a request in flight for as long as it needs, however fast the machine is.
+func holdSteps(free int) (Config, func()) {
+	var (
+		srv   atomic.Pointer[Server]
+		steps atomic.Int64
+		once  sync.Once
+	)
+	gate := make(chan struct{})
+	cfg := Config{}
+	cfg.beforeStep = func(sched.Step) {
+		if steps.Add(1) <= int64(free) {
+			return
+		}
+		for {
+			select {
+			case <-gate:
+				return
+			case <-time.After(time.Millisecond):
+				if s := srv.Load(); s != nil {
+					s.takeIn()
+				}
+			}
+		}
+	}
+	cfg.onStart = func(s *Server) { srv.Store(s) }
+	return cfg, func() { once.Do(func() { close(gate) }) }
 }
 
 func checkErrorBody(t *testing.T, r io.Reader) {
@@ -534,7 +570,7 @@ func TestTokenizeDetokenizeStopAndSSE(t *testing.T) {
 	// A stop string taken from the greedy output cuts the text before it.
 	full := ts.reference(t, ts.tok.Encode("Stop here", true), 16).Text
 	if len(full) < 6 {
-		t.Skipf("greedy output %q too short to pick a stop string", full)
+		t.Fatalf("greedy output %q too short to pick a stop string (the fixture changed?)", full)
 	}
 	stop := full[len(full)/2 : len(full)/2+3]
 	req, _ := json.Marshal(map[string]any{"prompt": "Stop here", "max_tokens": 16, "temperature": 0, "stop": stop, "stream": true})
@@ -608,7 +644,11 @@ func TestPrefixCacheReuse(t *testing.T) {
 }
 
 func TestRequestTimeout(t *testing.T) {
-	ts := startServer(t, Config{RequestTimeout: 300 * time.Millisecond})
+	// The runner holds the request's second step until the timeout has answered 504.
+	cfg, release := holdSteps(1)
+	cfg.RequestTimeout = 300 * time.Millisecond
+	ts := startServer(t, cfg)
+	t.Cleanup(release)
 	resp, err := http.Post(ts.url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"slow","max_tokens":240,"ignore_eos":true}`))
 	if err != nil {
 		t.Fatal(err)
@@ -618,6 +658,7 @@ func TestRequestTimeout(t *testing.T) {
 		t.Fatalf("status %d, want 504", resp.StatusCode)
 	}
 	checkErrorBody(t, resp.Body)
+	release()
 	ts.waitMetric(t, "tokenwise:kv_cache_usage_perc", func(v float64) bool { return v == 0 })
 }
 

@@ -1,0 +1,438 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/tokenwise/tokenwise/engine/kvcache"
+	"github.com/tokenwise/tokenwise/engine/sched"
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+// The one generation loop. Engine.Step is what every caller runs — the server's runner
+// once per iteration for all its requests, Generate (and through it generate, demo and
+// bench) for a batch of one:
+//
+//  1. the scheduler (engine/sched) decides the step: which sequences run, which chunk of
+//     each, which KV blocks hold them;
+//  2. the model runs it as one batched forward pass over the paged cache
+//     (model.PagedCache.Forward, the one forward);
+//  3. each sequence that reached its last token turns its logits into a token: its logits
+//     processor (a grammar's mask) if any, the sampler, stop ids, the streaming UTF-8
+//     decoder, stop strings, its length limit, logprobs;
+//  4. the step's time is shared out among the sequences in it, by their tokens in the step,
+//     and the scheduler is told what happened.
+//
+// Only the Engine's own goroutine may call its methods; it does no locking.
+
+// LogitsProcessor changes a sequence's logits before its sampler sees them — a grammar's
+// mask sets the logits of the tokens it forbids to -Inf — and is told each token the
+// sequence appends. Set per request (Request.Processor).
+type LogitsProcessor interface {
+	Process(logits []float32) error
+	Accept(id int) error
+}
+
+// Source says how a token came to be in the output.
+type Source uint8
+
+const (
+	Sampled Source = iota // drawn by the sampler from the model's logits
+	Forced                // the only token the logits processor allowed
+)
+
+func (s Source) String() string {
+	switch s {
+	case Forced:
+		return "forced"
+	}
+	return "sampled"
+}
+
+// Request is one sequence to generate.
+type Request struct {
+	ID     sched.SeqID
+	Prompt []int
+	// MaxTokens caps the generated tokens (> 0); the scheduler's MaxModelLen caps prompt +
+	// generated tokens.
+	MaxTokens int
+	Sampler   SamplerParams
+	// Stop strings end generation before their first occurrence; StopIDs end it when
+	// sampled, in addition to the model's EOS ids unless IgnoreEOS.
+	Stop      []string
+	StopIDs   []int
+	IgnoreEOS bool
+	// KeepSpecial keeps special tokens in the text (by default they are skipped).
+	KeepSpecial bool
+	// Arrival is when the request arrived, for its queue time and TTFT (zero: when added).
+	Arrival time.Time
+	// Processor, if set, masks the logits before sampling.
+	Processor LogitsProcessor
+}
+
+// Token is one token a step appended to a sequence.
+type Token struct {
+	Seq sched.SeqID
+	ID  int
+	// Text is the text this token releases: whole UTF-8, after the stop-string rule held
+	// back what may be the start of a stop string (often empty).
+	Text    string
+	Logprob *TokenLogprobs // with SamplerParams.Logprobs or TopLogprobs
+	Source  Source
+}
+
+// Stats is a sequence's accounting. Prefill and Decode are its shares of the steps it ran
+// in (see Step), so that the requests of a batched step together account for the step's
+// time once.
+type Stats struct {
+	PromptTokens, CompletionTokens int
+	CachedTokens                   int // prompt tokens the prefix cache supplied
+	Queue                          time.Duration
+	TTFT                           time.Duration // arrival to first token
+	Prefill, Decode                time.Duration
+	PrefillSteps, DecodeSteps      int
+}
+
+// Finish ends a sequence.
+type Finish struct {
+	Seq    sched.SeqID
+	Reason string // FinishStop or FinishLength; empty with Err
+	// Text is the text held back until the end (a possible stop-string prefix that was not).
+	Text  string
+	Stats Stats
+	Err   error
+}
+
+// StepReport is what one step did.
+type StepReport struct {
+	Step     sched.Step
+	Start    time.Time
+	Dur      time.Duration // forward pass and sampling
+	Tokens   []Token
+	Finished []Finish
+}
+
+// EngineConfig sizes an Engine.
+type EngineConfig struct {
+	Model     *model.Model
+	Tokenizer *tokenizer.Tokenizer
+	// NumBlocks blocks of BlockSize tokens make the paged KV cache.
+	NumBlocks, BlockSize int
+	Sched                sched.Config
+}
+
+// Engine runs sequences in continuous batches over one paged KV cache.
+type Engine struct {
+	m     *model.Model
+	tok   *tokenizer.Tokenizer
+	pc    *model.PagedCache
+	sch   *sched.Scheduler
+	seqs  map[sched.SeqID]*seqState
+	eos   []int
+	vocab int
+
+	// BeforeStep, if set, is called with each step before it runs. Tests hold a step with
+	// it (a request timeout, a full queue) instead of relying on the machine's speed.
+	BeforeStep func(sched.Step)
+}
+
+// NewEngine allocates the cache and the scheduler.
+func NewEngine(cfg EngineConfig) (*Engine, error) {
+	pc, err := cfg.Model.NewPagedCache(cfg.NumBlocks, cfg.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := kvcache.New(cfg.NumBlocks, cfg.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := sched.New(cfg.Sched, kv)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{m: cfg.Model, tok: cfg.Tokenizer, pc: pc, sch: sch, seqs: map[sched.SeqID]*seqState{},
+		eos:   StopIDs(cfg.Model, cfg.Tokenizer),
+		vocab: min(cfg.Model.Config().VocabSize, cfg.Tokenizer.VocabSize())}, nil
+}
+
+// Close gives the cache memory back to the model for the next engine (a loop of
+// generations reuses one cache). The engine must not be used afterwards.
+func (e *Engine) Close() { e.pc.Release() }
+
+// Scheduler is the engine's scheduler, for its counts and the block manager.
+func (e *Engine) Scheduler() *sched.Scheduler { return e.sch }
+
+// Cache is the engine's paged KV cache.
+func (e *Engine) Cache() *model.PagedCache { return e.pc }
+
+// Idle reports whether no sequence is queued or running.
+func (e *Engine) Idle() bool { return e.sch.Idle() }
+
+// seqState is a sequence's generation state: everything between its logits and its text.
+type seqState struct {
+	req       Request
+	sampler   *Sampler
+	stream    *tokenizer.StreamDecoder
+	stop      StopText
+	stopIDs   []int
+	logprobs  bool
+	gen       int
+	admitted  time.Time
+	first     time.Time
+	st        Stats
+	finished  bool
+	finishErr error
+}
+
+// Add queues a request. Errors are the request's fault (an empty prompt, ids outside the
+// vocabulary, bad sampler parameters, a request that can never fit), or sched.ErrQueueFull.
+func (e *Engine) Add(req Request) error {
+	if len(req.Prompt) == 0 {
+		return errors.New("empty prompt")
+	}
+	if req.MaxTokens <= 0 {
+		return fmt.Errorf("max tokens %d: must be > 0", req.MaxTokens)
+	}
+	nv := e.m.Config().VocabSize
+	for i, id := range req.Prompt {
+		if id < 0 || id >= nv {
+			return fmt.Errorf("prompt token %d at position %d is outside the model's vocabulary (%d)", id, i, nv)
+		}
+	}
+	for _, s := range req.Stop {
+		if s == "" {
+			return errors.New("empty stop string")
+		}
+	}
+	// The sampler only sees ids the tokenizer knows: the LM head may have padding rows
+	// beyond them (vocab_size rounded up) that mean nothing.
+	sampler, err := NewSampler(req.Sampler, e.vocab)
+	if err != nil {
+		return err
+	}
+	sampler.SetPrompt(req.Prompt)
+	if err := e.sch.Add(sched.Request{ID: req.ID, Prompt: req.Prompt, MaxTokens: req.MaxTokens}); err != nil {
+		return err
+	}
+	if req.Arrival.IsZero() {
+		req.Arrival = time.Now()
+	}
+	s := &seqState{req: req, sampler: sampler, stream: e.tok.NewStreamDecoder(!req.KeepSpecial),
+		stop:     StopText{Stops: req.Stop},
+		logprobs: req.Sampler.Logprobs || req.Sampler.TopLogprobs > 0}
+	if !req.IgnoreEOS {
+		s.stopIDs = e.eos
+	}
+	s.stopIDs = append(slices.Clone(s.stopIDs), req.StopIDs...)
+	s.st.PromptTokens = len(req.Prompt)
+	e.seqs[req.ID] = s
+	return nil
+}
+
+// Cancel drops a sequence (its blocks are freed at once). It reports whether it existed.
+func (e *Engine) Cancel(id sched.SeqID) bool {
+	if _, ok := e.seqs[id]; !ok {
+		return false
+	}
+	delete(e.seqs, id)
+	e.sch.Cancel(id)
+	return true
+}
+
+// Stats is a running sequence's accounting so far.
+func (e *Engine) Stats(id sched.SeqID) (Stats, bool) {
+	s, ok := e.seqs[id]
+	if !ok {
+		return Stats{}, false
+	}
+	return s.st, true
+}
+
+// Step runs one step. With nothing to run it returns an empty report. An error means the
+// step failed (the model returned an error or panicked): every sequence in it is finished
+// with that error in the report, and the engine goes on with the others.
+func (e *Engine) Step() (StepReport, error) {
+	step := e.sch.Schedule()
+	rep := StepReport{Step: step, Start: time.Now()}
+	if len(step.Work) == 0 {
+		return rep, nil
+	}
+	if e.BeforeStep != nil {
+		e.BeforeStep(step)
+	}
+	start := time.Now()
+	rep.Start = start
+	for _, id := range step.Admitted {
+		if s := e.seqs[id]; s != nil && s.admitted.IsZero() {
+			s.admitted = start
+			s.st.Queue = start.Sub(s.req.Arrival)
+		}
+	}
+	for _, w := range step.Work {
+		if s := e.seqs[w.Seq]; s != nil && s.gen == 0 && slices.Contains(step.Admitted, w.Seq) {
+			s.st.CachedTokens = w.Start // tokens the prefix cache supplied at admission
+		}
+	}
+	chunks := make([]model.Chunk, len(step.Work))
+	for i, w := range step.Work {
+		chunks[i] = model.Chunk{Tokens: w.Tokens, Start: w.Start, Blocks: w.Blocks, Logits: w.Sample}
+	}
+	logits, err := e.forward(chunks)
+	var outs []sched.Output
+	if err == nil {
+		outs, err = e.sample(step, logits, &rep)
+	}
+	rep.Dur = time.Since(start)
+	if err != nil {
+		rep.Tokens = nil
+		for _, w := range step.Work {
+			if e.seqs[w.Seq] != nil {
+				rep.Finished = append(rep.Finished, Finish{Seq: w.Seq, Err: err, Stats: e.seqs[w.Seq].st})
+				delete(e.seqs, w.Seq)
+			}
+			e.sch.Cancel(w.Seq)
+		}
+		return rep, err
+	}
+	e.charge(step, rep.Dur)
+	e.sch.Update(step, outs)
+	for _, o := range outs {
+		if !o.Done {
+			continue
+		}
+		s := e.seqs[o.Seq]
+		delete(e.seqs, o.Seq)
+		rep.Finished = append(rep.Finished, Finish{Seq: o.Seq, Reason: s.finishReason(), Text: s.stop.Flush(), Stats: s.st})
+	}
+	return rep, nil
+}
+
+// charge shares the step's time among its sequences by their tokens in it: a decode token
+// batched with 15 others is charged a sixteenth of the step, a 200-token prefill chunk
+// beside 3 decodes 200/203 of it. Work on prompt tokens is prefill, the rest decode.
+func (e *Engine) charge(step sched.Step, dur time.Duration) {
+	total := step.Tokens()
+	for _, w := range step.Work {
+		s := e.seqs[w.Seq]
+		if s == nil {
+			continue
+		}
+		share := time.Duration(math.Round(float64(dur) * float64(len(w.Tokens)) / float64(total)))
+		if w.Prefill {
+			s.st.Prefill += share
+			s.st.PrefillSteps++
+		} else {
+			s.st.Decode += share
+			s.st.DecodeSteps++
+		}
+	}
+}
+
+// forward runs the batched pass, turning a panic into an error.
+func (e *Engine) forward(chunks []model.Chunk) (logits [][]float32, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in forward pass: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return e.pc.Forward(chunks)
+}
+
+// sample turns the logits of every sequence that reached its last token into its next
+// token, and decides whether the sequence is done.
+func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (outs []sched.Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic while sampling: %v\n%s", p, debug.Stack())
+		}
+	}()
+	for i, w := range step.Work {
+		s := e.seqs[w.Seq]
+		if !w.Sample || s == nil {
+			continue
+		}
+		tok, done, err := s.next(logits[i], e)
+		if err != nil {
+			return nil, fmt.Errorf("sequence %d: %w", w.Seq, err)
+		}
+		if s.first.IsZero() { // the first token exists once it is sampled
+			now := time.Now()
+			s.first = now
+			s.st.TTFT = now.Sub(s.req.Arrival)
+		}
+		tok.Seq = w.Seq
+		rep.Tokens = append(rep.Tokens, tok)
+		outs = append(outs, sched.Output{Seq: w.Seq, Token: tok.ID, Done: done})
+	}
+	return outs, nil
+}
+
+// next picks the sequence's next token from its logits (the model's buffer, which the
+// processor may change) and applies the stop rules and the length limit.
+func (s *seqState) next(logits []float32, e *Engine) (Token, bool, error) {
+	src := Sampled
+	if p := s.req.Processor; p != nil {
+		if err := p.Process(logits); err != nil {
+			return Token{}, false, err
+		}
+		if onlyOne(logits[:e.vocab]) {
+			src = Forced
+		}
+	}
+	ch, err := s.sampler.Sample(logits)
+	if err != nil {
+		return Token{}, false, err
+	}
+	s.sampler.Accept(ch.ID)
+	if p := s.req.Processor; p != nil {
+		if err := p.Accept(ch.ID); err != nil {
+			return Token{}, false, err
+		}
+	}
+	s.gen++
+	s.st.CompletionTokens = s.gen
+	tok := Token{ID: ch.ID, Source: src}
+	if s.logprobs {
+		tok.Logprob = &TokenLogprobs{ID: ch.ID, Logprob: ch.Logprob, Top: slices.Clone(ch.TopLogprobs)}
+	}
+	switch {
+	case slices.Contains(s.stopIDs, ch.ID):
+		s.finished = true
+	default:
+		if piece := s.stream.Next(ch.ID); piece != "" {
+			var stopped bool
+			tok.Text, stopped = s.stop.Write(piece)
+			s.finished = stopped
+		}
+	}
+	if s.finished {
+		return tok, true, nil
+	}
+	return tok, s.gen >= s.req.MaxTokens, nil
+}
+
+// finishReason is why a done sequence ended.
+func (s *seqState) finishReason() string {
+	if s.finished {
+		return FinishStop
+	}
+	return FinishLength
+}
+
+// onlyOne reports whether exactly one logit is above -Inf: the processor forced the token.
+func onlyOne(logits []float32) bool {
+	n := 0
+	for _, l := range logits {
+		if !math.IsInf(float64(l), -1) {
+			if n++; n > 1 {
+				return false
+			}
+		}
+	}
+	return n == 1
+}
