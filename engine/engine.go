@@ -38,18 +38,31 @@ type LogitsProcessor interface {
 	Accept(id int) error
 }
 
+// Proposer proposes the tokens that may follow a sequence — drafts, from the prompt, past
+// answers or a grammar — which the engine verifies in the sequence's next step: that step
+// computes the last token and the drafts in one pass, with the logits after each, and keeps
+// the drafts the sampler would have produced anyway, plus one token more. Set per request
+// (Request.Proposer).
+type Proposer interface {
+	// Propose returns at most max tokens to follow tokens (the prompt and the output so far).
+	Propose(tokens []int, max int) []int
+}
+
 // Source says how a token came to be in the output.
 type Source uint8
 
 const (
 	Sampled Source = iota // drawn by the sampler from the model's logits
 	Forced                // the only token the logits processor allowed
+	Drafted               // proposed by the Proposer and verified: what the sampler drew
 )
 
 func (s Source) String() string {
 	switch s {
 	case Forced:
 		return "forced"
+	case Drafted:
+		return "draft"
 	}
 	return "sampled"
 }
@@ -73,6 +86,9 @@ type Request struct {
 	Arrival time.Time
 	// Processor, if set, masks the logits before sampling.
 	Processor LogitsProcessor
+	// Proposer, if set, drafts up to MaxDraft tokens per step (default 4) to verify.
+	Proposer Proposer
+	MaxDraft int
 }
 
 // Token is one token a step appended to a sequence.
@@ -96,6 +112,7 @@ type Stats struct {
 	TTFT                           time.Duration // arrival to first token
 	Prefill, Decode                time.Duration
 	PrefillSteps, DecodeSteps      int
+	DraftedTokens, AcceptedDrafts  int // tokens proposed for verification, and those kept
 }
 
 // Finish ends a sequence.
@@ -182,6 +199,7 @@ type seqState struct {
 	stopIDs   []int
 	logprobs  bool
 	gen       int
+	tokens    []int // prompt and output, for the proposer
 	admitted  time.Time
 	first     time.Time
 	st        Stats
@@ -230,6 +248,12 @@ func (e *Engine) Add(req Request) error {
 	}
 	s.stopIDs = append(slices.Clone(s.stopIDs), req.StopIDs...)
 	s.st.PromptTokens = len(req.Prompt)
+	if req.Proposer != nil {
+		s.tokens = slices.Clone(req.Prompt)
+		if s.req.MaxDraft <= 0 {
+			s.req.MaxDraft = 4
+		}
+	}
 	e.seqs[req.ID] = s
 	return nil
 }
@@ -281,6 +305,12 @@ func (e *Engine) Step() (StepReport, error) {
 	chunks := make([]model.Chunk, len(step.Work))
 	for i, w := range step.Work {
 		chunks[i] = model.Chunk{Tokens: w.Tokens, Start: w.Start, Blocks: w.Blocks, Logits: w.Sample}
+		if w.Draft > 0 { // the logits after the last known token and after each draft
+			n := len(w.Tokens)
+			for o := n - 1 - w.Draft; o < n; o++ {
+				chunks[i].LogitsAt = append(chunks[i].LogitsAt, o)
+			}
+		}
 	}
 	logits, err := e.forward(chunks)
 	var outs []sched.Output
@@ -351,23 +381,55 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			err = fmt.Errorf("panic while sampling: %v\n%s", p, debug.Stack())
 		}
 	}()
+	rows := e.m.Config().VocabSize
 	for i, w := range step.Work {
 		s := e.seqs[w.Seq]
 		if !w.Sample || s == nil {
 			continue
 		}
-		tok, done, err := s.next(logits[i], e)
-		if err != nil {
-			return nil, fmt.Errorf("sequence %d: %w", w.Seq, err)
+		// Verify the drafts: sample after the last known token; while the sampled token is
+		// the draft, it is kept and the logits after it give the next one. The first token
+		// that differs from its draft (or the one after the last draft) ends the step.
+		drafts := w.Tokens[len(w.Tokens)-w.Draft:]
+		out := sched.Output{Seq: w.Seq}
+		for j := 0; ; j++ {
+			tok, done, err := s.next(logits[i][j*rows:(j+1)*rows], e)
+			if err != nil {
+				return nil, fmt.Errorf("sequence %d: %w", w.Seq, err)
+			}
+			if s.first.IsZero() { // the first token exists once it is sampled
+				now := time.Now()
+				s.first = now
+				s.st.TTFT = now.Sub(s.req.Arrival)
+			}
+			tok.Seq = w.Seq
+			kept := j < len(drafts) && tok.ID == drafts[j]
+			if kept {
+				tok.Source = Drafted
+				s.st.AcceptedDrafts++
+			}
+			rep.Tokens = append(rep.Tokens, tok)
+			if s.tokens != nil {
+				s.tokens = append(s.tokens, tok.ID)
+			}
+			if done || !kept {
+				out.Token, out.Done = tok.ID, done
+				break
+			}
+			out.Accepted = append(out.Accepted, tok.ID) // and on: after the last draft, one more
 		}
-		if s.first.IsZero() { // the first token exists once it is sampled
-			now := time.Now()
-			s.first = now
-			s.st.TTFT = now.Sub(s.req.Arrival)
+		if !out.Done && s.req.Proposer != nil {
+			// Drafts up to the last position this sequence may compute: its last token is
+			// never computed, so at most MaxTokens-gen-1 of them can still be used.
+			if k := min(s.req.MaxDraft, s.req.MaxTokens-s.gen-1); k > 0 {
+				out.Draft = s.req.Proposer.Propose(s.tokens, k)
+				if len(out.Draft) > k {
+					out.Draft = out.Draft[:k]
+				}
+				s.st.DraftedTokens += len(out.Draft)
+			}
 		}
-		tok.Seq = w.Seq
-		rep.Tokens = append(rep.Tokens, tok)
-		outs = append(outs, sched.Output{Seq: w.Seq, Token: tok.ID, Done: done})
+		outs = append(outs, out)
 	}
 	return outs, nil
 }

@@ -37,6 +37,10 @@ type Options struct {
 	OnText func(piece string) error
 	// Processor, if set, masks the logits before each sampling step (a grammar).
 	Processor LogitsProcessor
+	// Proposer, if set, drafts up to MaxDraft tokens (default 4) per step, verified in one
+	// pass (Engine.Step); the output is what it would have been without it.
+	Proposer Proposer
+	MaxDraft int
 }
 
 // FinishReason says why generation ended.
@@ -65,6 +69,9 @@ type Timing struct {
 	DecodeMs    float64 `json:"decode_ms"`
 	DecodeTokS  float64 `json:"decode_tok_s"`
 	DecodeSteps int     `json:"decode_steps"`
+	// DraftedTokens were proposed for verification (Options.Proposer), AcceptedDrafts kept.
+	DraftedTokens  int `json:"drafted_tokens,omitempty"`
+	AcceptedDrafts int `json:"accepted_drafts,omitempty"`
 }
 
 // TokenLogprobs is one generated token's logprob and its top alternatives.
@@ -133,7 +140,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	defer e.Close() // its cache serves the model's next generation
 	if err := e.Add(Request{ID: 1, Prompt: promptIDs, MaxTokens: maxNew, Sampler: opts.Sampler, Stop: opts.Stop,
 		StopIDs: opts.StopIDs, IgnoreEOS: opts.IgnoreEOS, KeepSpecial: opts.KeepSpecial, Arrival: start,
-		Processor: opts.Processor}); err != nil {
+		Processor: opts.Processor, Proposer: opts.Proposer, MaxDraft: opts.MaxDraft}); err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 
@@ -156,6 +163,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 		t := &res.Timing
 		t.PrefillMs, t.DecodeMs, t.DecodeSteps = ms(st.Prefill), ms(st.Decode), st.DecodeSteps
 		t.TTFTMs = ms(st.TTFT)
+		t.DraftedTokens, t.AcceptedDrafts = st.DraftedTokens, st.AcceptedDrafts
 		if t.PrefillMs > 0 {
 			t.PrefillTokS = float64(len(promptIDs)) / (t.PrefillMs / 1000)
 		}

@@ -55,6 +55,9 @@ type Work struct {
 	// Prefill: the tokens are prompt tokens (or tokens recomputed after a preemption) rather
 	// than a freshly sampled token being decoded.
 	Prefill bool
+	// Draft is how many of the last Tokens are drafted (proposed, not yet accepted) tokens
+	// to verify: the runner wants the logits of the last Draft+1 tokens.
+	Draft int
 }
 
 // Step is what the runner executes next.
@@ -96,12 +99,16 @@ func (s Step) String() string {
 	return b.String()
 }
 
-// Output is the runner's result for a sampling Work: the token it sampled and whether the
-// sequence is finished (a stop token or string, its length limit): then it is released.
+// Output is the runner's result for a sampling Work: the tokens it appends — Accepted, the
+// first drafts of the Work that verification kept, then Token, the one it sampled — and
+// whether the sequence is finished (a stop token or string, its length limit): then it is
+// released. Draft proposes tokens to follow Token, to verify in the sequence's next step.
 type Output struct {
-	Seq   SeqID
-	Token int
-	Done  bool
+	Seq      SeqID
+	Token    int
+	Accepted []int
+	Draft    []int
+	Done     bool
 }
 
 type seq struct {
@@ -111,6 +118,7 @@ type seq struct {
 	prefillEnd int   // tokens known at admission: computing them is prefill
 	blocks     []int
 	hashes     []kvcache.Hash // hashes of the first len(hashes) blocks, committed to the cache
+	draft      []int          // proposed tokens after tokens, computed (and verified) with them
 }
 
 // Scheduler holds the waiting queue, the running sequences and the block manager.
@@ -193,7 +201,10 @@ func (s *Scheduler) Schedule() Step {
 	budget := s.cfg.MaxBatchedTokens
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		q := s.running[i]
-		n := min(len(q.tokens)-q.computed, budget)
+		if len(q.tokens)-q.computed+len(q.draft) > budget {
+			q.draft = q.draft[:max(0, budget-(len(q.tokens)-q.computed))] // what the budget leaves
+		}
+		n := min(len(q.tokens)-q.computed+len(q.draft), budget)
 		if n <= 0 {
 			continue
 		}
@@ -242,30 +253,49 @@ func (s *Scheduler) Schedule() Step {
 	return step
 }
 
-// work describes computing q's next n tokens.
+// work describes computing q's next n tokens (its known tokens, then its drafts).
 func (s *Scheduler) work(q *seq, n int) Work {
 	start := q.computed
-	return Work{
+	known := min(n, len(q.tokens)-start)
+	w := Work{
 		Seq:     q.id,
 		Start:   start,
-		Tokens:  slices.Clone(q.tokens[start : start+n]),
+		Tokens:  slices.Clone(q.tokens[start : start+known]),
 		Blocks:  slices.Clone(q.blocks),
-		Sample:  start+n == len(q.tokens),
+		Sample:  start+known == len(q.tokens),
 		Prefill: start < q.prefillEnd,
 	}
+	if w.Sample && n > known {
+		w.Tokens = append(w.Tokens, q.draft[:n-known]...)
+		w.Draft = n - known
+	}
+	return w
 }
 
-// Update applies an executed step: the scheduled tokens are now in the cache (their full
-// blocks become findable by prefix), sampled tokens are appended, finished sequences are
-// released. Sequences cancelled since Schedule are skipped.
+// Update applies an executed step: the scheduled tokens are now in the cache, except drafts
+// that verification rejected (their cache rows are overwritten when those positions are
+// computed again); full blocks become findable by prefix; the outputs' tokens are appended;
+// finished sequences are released. Sequences cancelled since Schedule are skipped.
 func (s *Scheduler) Update(step Step, outs []Output) {
 	bs := s.kv.BlockSize()
+	byOut := make(map[SeqID]*Output, len(outs))
+	for i := range outs {
+		byOut[outs[i].Seq] = &outs[i]
+	}
 	for _, w := range step.Work {
 		q, ok := s.byID[w.Seq]
 		if !ok || q.computed != w.Start {
 			continue // cancelled, or preempted and re-queued since
 		}
-		q.computed = w.Start + len(w.Tokens)
+		q.computed = w.Start + len(w.Tokens) - w.Draft
+		q.draft = nil
+		if o := byOut[w.Seq]; o != nil && !o.Done {
+			acc := min(len(o.Accepted), w.Draft)
+			q.computed += acc
+			q.tokens = append(q.tokens, o.Accepted...)
+			q.tokens = append(q.tokens, o.Token)
+			q.draft = slices.Clone(o.Draft)
+		}
 		for len(q.hashes) < len(q.blocks) && (len(q.hashes)+1)*bs <= q.computed {
 			i := len(q.hashes)
 			var parent kvcache.Hash
@@ -278,22 +308,16 @@ func (s *Scheduler) Update(step Step, outs []Output) {
 		}
 	}
 	for _, o := range outs {
-		q, ok := s.byID[o.Seq]
-		if !ok {
-			continue
-		}
-		if o.Done {
+		if q, ok := s.byID[o.Seq]; ok && o.Done {
 			s.release(q)
-			continue
 		}
-		q.tokens = append(q.tokens, o.Token)
 	}
 }
 
 // preempt frees q's blocks and puts it at the head of the queue, to be recomputed.
 func (s *Scheduler) preempt(q *seq) {
 	s.kv.Free(q.blocks)
-	q.blocks, q.hashes, q.computed = nil, nil, 0
+	q.blocks, q.hashes, q.computed, q.draft = nil, nil, 0, nil
 	s.running = slices.DeleteFunc(s.running, func(o *seq) bool { return o == q })
 	s.waiting = slices.Insert(s.waiting, 0, q)
 	s.Preemptions++
