@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,17 +23,22 @@ func TestCostCommandJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	var e struct {
-		PrefillTokS     float64 `json:"prefill_tok_s"`
-		DecodeTokS      float64 `json:"decode_tok_s"`
-		OutputOverInput float64 `json:"output_over_input_cost"`
-		KVBytesPerToken float64 `json:"kv_bytes_per_token"`
-		Params          struct {
-			Total int64 `json:"total"`
-		} `json:"params"`
-	}
+	var e cost.Estimate
 	if err := json.Unmarshal([]byte(out), &e); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	// The relations that hold exactly between the printed numbers.
+	rel := func(name string, got, want float64) {
+		if math.Abs(got-want) > 1e-9*math.Abs(want) {
+			t.Errorf("%s: %g, want %g", name, got, want)
+		}
+	}
+	rel("output/input cost = decode s/token ÷ prefill s/token", e.OutputOverInput, e.Decode.SecondsPerToken/e.Prefill.SecondsPerToken)
+	rel("prefill tok/s = tokens ÷ seconds", e.PrefillTokS, float64(e.Prefill.Tokens)/e.Prefill.Seconds)
+	rel("decode tok/s = tokens ÷ seconds", e.DecodeTokS, float64(e.Decode.Tokens)/e.Decode.Seconds)
+	rel("KV bytes per sequence = per token × (prompt + output)", e.KVBytesPerSeq, e.KVBytesPerToken*(1024+256))
+	if e.Prefill.Tokens != 1024 || e.Decode.Tokens != 256 {
+		t.Errorf("tokens: prefill %d, decode %d; want 1024, 256", e.Prefill.Tokens, e.Decode.Tokens)
 	}
 	if e.Params.Total != 4_022_468_096 || e.KVBytesPerToken != 2*36*8*128*2 {
 		t.Errorf("params %d, KV/token %g", e.Params.Total, e.KVBytesPerToken)
@@ -41,6 +47,9 @@ func TestCostCommandJSON(t *testing.T) {
 		t.Errorf("prefill %g tok/s, decode %g tok/s, output/input %g: want decode several times dearer", e.PrefillTokS, e.DecodeTokS, e.OutputOverInput)
 	}
 }
+
+// median2 is the median of two runs, as bench computes it.
+func median2(v []float64) float64 { return (v[0] + v[1]) / 2 }
 
 func TestCostCommandPlotAndErrors(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "q.svg")
@@ -145,6 +154,17 @@ func TestBenchAndCalibrate(t *testing.T) {
 	}
 	if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.DecodeGBs <= 0 || b.DType != "bf16" {
 		t.Errorf("bench: %+v", b)
+	}
+	// Exact relations: decode GB/s is the bytes a step reads times the steps per second; the
+	// time per step is the inverse rate; the rate is the median of the runs.
+	if want := (b.WeightBytesStep + b.KVBytesStep) * b.DecodeTokS / 1e9; math.Abs(b.DecodeGBs-want) > 1e-9*want {
+		t.Errorf("decode %g GB/s, want (weights %g + KV %g bytes/step) × %g steps/s = %g", b.DecodeGBs, b.WeightBytesStep, b.KVBytesStep, b.DecodeTokS, want)
+	}
+	if math.Abs(b.DecodeMsPerStep*b.DecodeTokS-1000) > 1e-6 {
+		t.Errorf("decode %g ms/step at %g tok/s: want their product 1000", b.DecodeMsPerStep, b.DecodeTokS)
+	}
+	if len(b.DecodeRunsTokS) != 2 || b.DecodeTokS != median2(b.DecodeRunsTokS) || len(b.PrefillRunsTokS) != 2 || b.PrefillTokS != median2(b.PrefillRunsTokS) {
+		t.Errorf("rates %g, %g: want the medians of the runs %v, %v", b.PrefillTokS, b.DecodeTokS, b.PrefillRunsTokS, b.DecodeRunsTokS)
 	}
 	// The share is a ratio of two timings, so only its presence and sanity are a test (the
 	// untied 151,936×128 head is 98% of the bytes a step reads, but on this tiny model the
