@@ -311,8 +311,8 @@ func attnTiledCost(pool *kernels.Pool, hd int, runUs float64, clock string, thre
 // hd, as model/layers.go runs it for one token (one pool hand-over, the heads split among the
 // workers), at two context lengths; the difference gives the cost per head and position, the
 // rest the cost per head. With f16 the cache is f16 and each head runs llama.cpp's flash
-// attention (kernels.FlashF16.Attend, the fused kernels the model calls); else an f32 cache with a dot product per position, the
-// softmax and the weighted sum of values.
+// attention (kernels.FlashF16.Attend, the fused kernels the model calls); else an f32 cache (kernels.AttendF32,
+// the model's f32 attention).
 func attnCost(pool *kernels.Pool, hd int, f16 bool, runUs float64, clock string, threads, repeats int) (AttnRate, error) {
 	const heads, kvHeads, short, long = 16, 8, 32, 512
 	kvDim := kvHeads * hd
@@ -348,15 +348,7 @@ func attnCost(pool *kernels.Pool, hd int, f16 bool, runUs float64, clock string,
 						flash[worker].Attend(o, qr, kc16, vc16, rows[:positions], g*hd, kvDim, scale)
 						continue
 					}
-					sc := scores[worker][:positions]
-					for p := range sc {
-						sc[p] = kernels.Dot(qh, kc[p*kvDim+g*hd:p*kvDim+(g+1)*hd]) * scale
-					}
-					kernels.Softmax(sc)
-					clear(o)
-					for p, s := range sc {
-						kernels.AddScaled(o, s, vc[p*kvDim+g*hd:p*kvDim+(g+1)*hd])
-					}
+					kernels.AttendF32(o, qh, kc, vc, rows[:positions], g*hd, kvDim, scale, scores[worker])
 				}
 			})
 		}

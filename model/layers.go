@@ -166,20 +166,7 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 			kc, vc := kv.store.k[layer], kv.store.v[layer]
 			rows := r.kvRows(worker, kv, firstPos(c, pos), pos)
 			i := t*c.NumHeads + h
-			qh := q[i*hd : (i+1)*hd]
-			off := (h / group) * hd
-			scores := r.scores[worker][:len(rows)]
-			for j, s := range rows {
-				at := int(s)*kvDim + off
-				scores[j] = kernels.Dot(qh, kc[at:at+hd]) * scale
-			}
-			kernels.Softmax(scores)
-			out := ctx[i*hd : (i+1)*hd]
-			clear(out)
-			for j, w := range scores {
-				at := int(rows[j])*kvDim + off
-				kernels.AddScaled(out, w, vc[at:at+hd])
-			}
+			kernels.AttendF32(ctx[i*hd:(i+1)*hd], q[i*hd:(i+1)*hd], kc, vc, rows, (h/group)*hd, kvDim, scale, r.scores[worker])
 		}
 	})
 	return r.linear(a.o, ctx, r.attnOut)
