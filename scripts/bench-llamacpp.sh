@@ -29,6 +29,7 @@
 #
 #   scripts/bench-llamacpp.sh
 #   SHAPES=smollm2-135m DTYPES=q8_0 ROUNDS=1 GEN=16 scripts/bench-llamacpp.sh
+#   TW=/tmp/tokenwise-before scripts/bench-llamacpp.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHAPES=${SHAPES:-"smollm2-135m llama-3.2-1b"}
@@ -54,8 +55,13 @@ if [ ! -x "$lb" ]; then
 	cmake --build "$llama/build" -j"$(nproc)" --target llama-bench >/dev/null
 fi
 
-tw="$out/tokenwise"
-GOEXPERIMENT=simd go build -o "$tw" ./cmd/tokenwise
+# TW=path/to/tokenwise runs that binary instead of building this tree's (a before/after
+# comparison: build the old commit's binary and run the script once with each).
+tw=${TW:-}
+if [ -z "$tw" ]; then
+	tw="$out/tokenwise"
+	GOEXPERIMENT=simd go build -o "$tw" ./cmd/tokenwise
+fi
 
 # Tokenizers GGUF can carry: the real Llama-3 one, and SmolLM2's own (taken out of the real
 # SmolLM2 GGUF by converting it to an HF folder once).
