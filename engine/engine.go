@@ -86,9 +86,14 @@ type Request struct {
 	Arrival time.Time
 	// Processor, if set, masks the logits before sampling.
 	Processor LogitsProcessor
-	// Proposer, if set, drafts up to MaxDraft tokens per step (default 4) to verify.
+	// Proposer, if set, drafts up to MaxDraft tokens per step (default 4) to verify. How
+	// many are asked for each step follows the sequence's acceptance and what a step of that
+	// many tokens has been measured to cost (see draftLen): none where drafts do not pay.
 	Proposer Proposer
 	MaxDraft int
+	// FixedDraft drafts MaxDraft tokens every step whatever they cost (tests and
+	// acceptance measurements).
+	FixedDraft bool
 }
 
 // Token is one token a step appended to a sequence.
@@ -141,6 +146,13 @@ type EngineConfig struct {
 	// NumBlocks blocks of BlockSize tokens make the paged KV cache.
 	NumBlocks, BlockSize int
 	Sched                sched.Config
+	// MaxVerifyTokens bounds the tokens of a step's decoding sequences with their drafts
+	// (0: no bound). Verification pays while a step is bandwidth-bound: k+1 tokens cost one
+	// read of the weights. Past the point where the step turns compute-bound (the cost
+	// model's ridge: cost.Shape and a hardware profile give it) each drafted token costs
+	// what decoding it would, and rejected ones are lost work, so the caller sets this from
+	// the ridge and drafts shrink as the batch grows.
+	MaxVerifyTokens int
 }
 
 // Engine runs sequences in continuous batches over one paged KV cache.
@@ -152,6 +164,9 @@ type Engine struct {
 	seqs  map[sched.SeqID]*seqState
 	eos   []int
 	vocab int
+	// maxVerify is EngineConfig.MaxVerifyTokens.
+	maxVerify int
+	costs     stepCosts
 
 	// BeforeStep, if set, is called with each step before it runs. Tests hold a step with
 	// it (a request timeout, a full queue) instead of relying on the machine's speed.
@@ -173,8 +188,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, err
 	}
 	return &Engine{m: cfg.Model, tok: cfg.Tokenizer, pc: pc, sch: sch, seqs: map[sched.SeqID]*seqState{},
-		eos:   StopIDs(cfg.Model, cfg.Tokenizer),
-		vocab: min(cfg.Model.Config().VocabSize, cfg.Tokenizer.VocabSize())}, nil
+		eos:       StopIDs(cfg.Model, cfg.Tokenizer),
+		vocab:     min(cfg.Model.Config().VocabSize, cfg.Tokenizer.VocabSize()),
+		maxVerify: cfg.MaxVerifyTokens}, nil
 }
 
 // Close gives the cache memory back to the model for the next engine (a loop of
@@ -192,14 +208,21 @@ func (e *Engine) Idle() bool { return e.sch.Idle() }
 
 // seqState is a sequence's generation state: everything between its logits and its text.
 type seqState struct {
-	req       Request
-	sampler   *Sampler
-	stream    *tokenizer.StreamDecoder
-	stop      StopText
-	stopIDs   []int
-	logprobs  bool
-	gen       int
-	tokens    []int // prompt and output, for the proposer
+	req      Request
+	sampler  *Sampler
+	stream   *tokenizer.StreamDecoder
+	stop     StopText
+	stopIDs  []int
+	logprobs bool
+	gen      int
+	tokens   []int // prompt and output, for the proposer
+	// kept and missed count, with decay, drafts verification kept and the first rejected
+	// draft of each step: kept/(kept+missed) estimates the chance that a draft is kept.
+	kept, missed float64
+	// shadow is a draft not verified (speculation paused): the next token produced tells
+	// whether it would have been kept, at no cost, so speculation resumes when drafts start
+	// matching again.
+	shadow    int
 	admitted  time.Time
 	first     time.Time
 	st        Stats
@@ -253,6 +276,9 @@ func (e *Engine) Add(req Request) error {
 		if s.req.MaxDraft <= 0 {
 			s.req.MaxDraft = 4
 		}
+		s.kept = 1 // a prior of one kept draft in two: drafting starts, and measures
+		s.missed = 1
+		s.shadow = -1
 	}
 	e.seqs[req.ID] = s
 	return nil
@@ -330,6 +356,7 @@ func (e *Engine) Step() (StepReport, error) {
 		return rep, err
 	}
 	e.charge(step, rep.Dur)
+	e.costs.observe(step, rep.Dur)
 	e.sch.Update(step, outs)
 	for _, o := range outs {
 		if !o.Done {
@@ -382,6 +409,12 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 		}
 	}()
 	rows := e.m.Config().VocabSize
+	sampling := 0
+	for _, w := range step.Work {
+		if w.Sample {
+			sampling++
+		}
+	}
 	for i, w := range step.Work {
 		s := e.seqs[w.Seq]
 		if !w.Sample || s == nil {
@@ -418,10 +451,37 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			}
 			out.Accepted = append(out.Accepted, tok.ID) // and on: after the last draft, one more
 		}
+		if s.shadow >= 0 && len(drafts) == 0 {
+			s.kept, s.missed = 0.8*s.kept, 0.8*s.missed
+			if out.Token == s.shadow {
+				s.kept++
+			} else {
+				s.missed++
+			}
+			s.shadow = -1
+		}
+		if len(drafts) > 0 {
+			a := len(out.Accepted)
+			s.kept, s.missed = 0.8*s.kept+float64(a), 0.8*s.missed
+			if a < len(drafts) {
+				s.missed++
+			}
+		}
 		if !out.Done && s.req.Proposer != nil {
 			// Drafts up to the last position this sequence may compute: its last token is
 			// never computed, so at most MaxTokens-gen-1 of them can still be used.
-			if k := min(s.req.MaxDraft, s.req.MaxTokens-s.gen-1); k > 0 {
+			k := min(s.req.MaxDraft, s.req.MaxTokens-s.gen-1)
+			if e.maxVerify > 0 {
+				k = min(k, e.maxVerify/sampling-1)
+			}
+			if k > 0 && !s.req.FixedDraft {
+				if k = e.costs.draftLen(k, sampling, s.kept/(s.kept+s.missed)); k == 0 {
+					if d := s.req.Proposer.Propose(s.tokens, 1); len(d) > 0 {
+						s.shadow = d[0]
+					}
+				}
+			}
+			if k > 0 {
 				out.Draft = s.req.Proposer.Propose(s.tokens, k)
 				if len(out.Draft) > k {
 					out.Draft = out.Draft[:k]
@@ -497,4 +557,91 @@ func onlyOne(logits []float32) bool {
 		}
 	}
 	return n == 1
+}
+
+// stepCosts is what decode steps have been measured to cost by the number of tokens they
+// compute: a step of one token per sequence, and steps with drafts. On a CPU where decode
+// is not bandwidth-bound (a small model, few cores) a step of n tokens costs nearly n times
+// one of one token, and drafts lose time; on one where it is, they are nearly free. The
+// engine measures instead of assuming.
+type stepCosts struct {
+	ms   [maxCostTokens + 1]float64 // decayed mean duration of decode steps of n tokens
+	seen [maxCostTokens + 1]bool
+}
+
+const maxCostTokens = 64
+
+// observe records a decode step (no prompt work in it).
+func (c *stepCosts) observe(step sched.Step, d time.Duration) {
+	n := step.Tokens()
+	if n > maxCostTokens {
+		return
+	}
+	for _, w := range step.Work {
+		if w.Prefill {
+			return
+		}
+	}
+	v := float64(d) / 1e6
+	if !c.seen[n] {
+		c.ms[n], c.seen[n] = v, true
+		return
+	}
+	c.ms[n] = 0.9*c.ms[n] + 0.1*v
+}
+
+// cost estimates a decode step of n tokens: measured, else interpolated between measured
+// neighbours, else (no larger step measured) as cheap as the largest measured one — an
+// optimistic guess, so that drafting is tried and the guess replaced by a measurement.
+func (c *stepCosts) cost(n int) (float64, bool) {
+	if n <= maxCostTokens && c.seen[n] {
+		return c.ms[n], true
+	}
+	lo, hi := -1, -1
+	for i := min(n, maxCostTokens); i >= 1; i-- {
+		if c.seen[i] {
+			lo = i
+			break
+		}
+	}
+	for i := n + 1; i <= maxCostTokens; i++ {
+		if c.seen[i] {
+			hi = i
+			break
+		}
+	}
+	switch {
+	case lo < 0 && hi < 0:
+		return 0, false
+	case hi < 0:
+		return c.ms[lo], true
+	case lo < 0:
+		return c.ms[hi], true
+	}
+	f := float64(n-lo) / float64(hi-lo)
+	return c.ms[lo]*(1-f) + c.ms[hi]*f, true
+}
+
+// draftLen picks how many drafts (0..max) a sequence asks for in a step of batch sampling
+// sequences, given the chance p that a draft is kept: the expected tokens of k drafts are
+// 1 + p + ... + p^k (the drafts are kept in order until the first miss, plus the sampled
+// token), and k is the one that gives the most tokens per millisecond of step, the other
+// sequences one token each. With nothing measured yet, it drafts max.
+func (c *stepCosts) draftLen(max, batch int, p float64) int {
+	best, bestRate := 0, 0.0
+	expected, pk := 1.0, 1.0
+	for k := 0; k <= max; k++ {
+		if k > 0 {
+			pk *= p
+			expected += pk
+		}
+		ms, ok := c.cost(batch + k)
+		if !ok {
+			return max
+		}
+		if rate := expected / ms; rate > bestRate*1.02 { // a longer draft must pay by 2%
+			best, bestRate = k, rate
+		}
+	}
+	return best
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/tokenwise/tokenwise/engine/sched"
 )
 
 // oracle proposes what a earlier run of the same request produced after the tokens so far;
@@ -47,7 +50,7 @@ func TestDraftsVerified(t *testing.T) {
 	}{{"right drafts", false}, {"wrong drafts", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			o := &oracle{prompt: prompt, ids: plain.IDs, wrong: c.wrong, vocab: tok.VocabSize()}
-			res, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: 24, IgnoreEOS: true, Proposer: o, MaxDraft: 4})
+			res, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: 24, IgnoreEOS: true, Proposer: o, MaxDraft: 4, FixedDraft: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,5 +70,50 @@ func TestDraftsVerified(t *testing.T) {
 				t.Errorf("right drafts: %d drafted, %d kept, %d decode steps; want all kept in 5 steps", tm.DraftedTokens, tm.AcceptedDrafts, tm.DecodeSteps)
 			}
 		})
+	}
+}
+
+// TestDraftLenFollowsCost: the draft length is the one that gives the most expected tokens
+// per millisecond of step, from measured step costs.
+func TestDraftLenFollowsCost(t *testing.T) {
+	measured := func(ms ...float64) *stepCosts {
+		c := &stepCosts{}
+		for n, v := range ms {
+			if v > 0 {
+				c.ms[n+1], c.seen[n+1] = v, true
+			}
+		}
+		return c
+	}
+	cases := []struct {
+		name  string
+		costs *stepCosts
+		batch int
+		p     float64
+		max   int
+		want  int
+	}{
+		{"nothing measured: draft and measure", &stepCosts{}, 1, 0.5, 4, 4},
+		{"bandwidth-bound: 5 tokens cost 1.1 steps", measured(10, 10.2, 10.4, 10.7, 11), 1, 0.8, 4, 4},
+		{"compute-bound: cost grows with every token", measured(10, 20, 30, 40, 50), 1, 0.9, 4, 0},
+		{"in between, good drafts", measured(10, 13, 16, 19, 22), 1, 0.9, 4, 4},
+		{"in between, poor drafts", measured(10, 13, 16, 19, 22), 1, 0.2, 4, 0},
+		{"only one step measured, larger ones guessed as cheap", measured(10), 1, 0.5, 3, 3},
+		{"a batch of 4: drafts add to a 4-token step", measured(10, 11, 12, 13, 30, 40, 50, 60), 4, 0.9, 4, 0},
+	}
+	for _, c := range cases {
+		if got := c.costs.draftLen(c.max, c.batch, c.p); got != c.want {
+			t.Errorf("%s: %d drafts, want %d", c.name, got, c.want)
+		}
+	}
+	// A step of prompt work is not a decode cost.
+	c := &stepCosts{}
+	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Prefill: true}}}, 5*time.Millisecond)
+	if c.seen[2] {
+		t.Error("prefill step recorded as a decode cost")
+	}
+	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Draft: 1}}}, 5*time.Millisecond)
+	if ms, ok := c.cost(2); !ok || ms != 5 {
+		t.Errorf("2-token decode step: %g ms (%v), want 5", ms, ok)
 	}
 }

@@ -39,8 +39,9 @@ type Options struct {
 	Processor LogitsProcessor
 	// Proposer, if set, drafts up to MaxDraft tokens (default 4) per step, verified in one
 	// pass (Engine.Step); the output is what it would have been without it.
-	Proposer Proposer
-	MaxDraft int
+	Proposer   Proposer
+	MaxDraft   int
+	FixedDraft bool // draft MaxDraft every step, whatever it costs (Request.FixedDraft)
 }
 
 // FinishReason says why generation ended.
@@ -67,7 +68,7 @@ type Timing struct {
 	// (prefill plus the first sampling step).
 	TTFTMs      float64 `json:"ttft_ms"`
 	DecodeMs    float64 `json:"decode_ms"`
-	DecodeTokS  float64 `json:"decode_tok_s"`
+	DecodeTokS  float64 `json:"decode_tok_s"` // tokens after the first per second of decode
 	DecodeSteps int     `json:"decode_steps"`
 	// DraftedTokens were proposed for verification (Options.Proposer), AcceptedDrafts kept.
 	DraftedTokens  int `json:"drafted_tokens,omitempty"`
@@ -140,7 +141,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	defer e.Close() // its cache serves the model's next generation
 	if err := e.Add(Request{ID: 1, Prompt: promptIDs, MaxTokens: maxNew, Sampler: opts.Sampler, Stop: opts.Stop,
 		StopIDs: opts.StopIDs, IgnoreEOS: opts.IgnoreEOS, KeepSpecial: opts.KeepSpecial, Arrival: start,
-		Processor: opts.Processor, Proposer: opts.Proposer, MaxDraft: opts.MaxDraft}); err != nil {
+		Processor: opts.Processor, Proposer: opts.Proposer, MaxDraft: opts.MaxDraft, FixedDraft: opts.FixedDraft}); err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 
@@ -167,8 +168,10 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 		if t.PrefillMs > 0 {
 			t.PrefillTokS = float64(len(promptIDs)) / (t.PrefillMs / 1000)
 		}
-		if t.DecodeMs > 0 {
-			t.DecodeTokS = float64(t.DecodeSteps) / (t.DecodeMs / 1000)
+		if t.DecodeMs > 0 && len(res.IDs) > 1 {
+			// Tokens after the first (prefill's) per second of decode: one per step, more
+			// when drafts are kept.
+			t.DecodeTokS = float64(len(res.IDs)-1) / (t.DecodeMs / 1000)
 		}
 		return res, err
 	}

@@ -44,6 +44,9 @@ type generateFlags struct {
 	stop        []string
 	ignoreEOS   bool
 	jsonOut     bool
+	speculate   string
+	maxDraft    int
+	draftIndex  string
 }
 
 func newGenerateCmd() *cobra.Command {
@@ -90,6 +93,7 @@ temperature 1; send "temperature": 0 to get this command's greedy output from th
 	fl.BoolVar(&f.mmap, "mmap", false, "map the checkpoint from the page cache (quick to load, shared between processes) instead of reading it into huge-page memory (faster decode)")
 	fl.StringArrayVar(&f.stop, "stop", nil, "stop string (repeatable); generation ends before it")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "keep generating past EOS (benchmarks)")
+	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex)
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"prompt_ids","ids","text","finish_reason","usage","timing","seed"} instead of streaming`)
 	return cmd
 }
@@ -189,7 +193,14 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 	defer stop()
 	opts := engine.Options{
 		MaxTokens: f.maxTokens, MaxContext: f.ctxSize, Sampler: params,
-		Stop: f.stop, IgnoreEOS: f.ignoreEOS,
+		Stop: f.stop, IgnoreEOS: f.ignoreEOS, MaxDraft: f.maxDraft,
+	}
+	prop, err := proposers(f.speculate, f.draftIndex, f.model)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	if len(prop) > 0 {
+		opts.Proposer = prop
 	}
 	if !f.jsonOut {
 		opts.OnText = func(s string) error {
@@ -223,8 +234,12 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 // summaryLine is the one-line report that ends every generation.
 func summaryLine(r *engine.Result) string {
 	t := r.Timing
-	return fmt.Sprintf("prompt %d tokens | prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | decode %.1f tok/s over %d steps (%.1f ms) | %d tokens, finish %s",
+	line := fmt.Sprintf("prompt %d tokens | prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | decode %.1f tok/s over %d steps (%.1f ms) | %d tokens, finish %s",
 		r.Usage.PromptTokens, t.PrefillMs, t.PrefillTokS, t.TTFTMs, t.DecodeTokS, t.DecodeSteps, t.DecodeMs, r.Usage.CompletionTokens, r.FinishReason)
+	if t.DraftedTokens > 0 {
+		line += fmt.Sprintf(" | drafts: %d proposed, %d kept (%.0f%%)", t.DraftedTokens, t.AcceptedDrafts, 100*float64(t.AcceptedDrafts)/float64(t.DraftedTokens))
+	}
+	return line
 }
 
 // loadModelTokenizer loads the tokenizer that goes with a model path. Its errors name the
