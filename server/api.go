@@ -68,6 +68,7 @@ type samplingFields struct {
 	Stream           bool            `json:"stream"`
 	StreamOptions    *streamOptions  `json:"stream_options"`
 	IgnoreEOS        bool            `json:"ignore_eos"` // vLLM's extra parameter, for benchmarks
+	Speculate        *bool           `json:"speculate"`  // tokenwise's: false turns the server's drafting off for this request
 }
 
 // completionRequest is POST /v1/completions.
@@ -104,6 +105,7 @@ type genParams struct {
 	ignoreEOS   bool
 	logprobs    bool
 	topLogprobs int
+	speculate   bool // draft with the server's proposers (Config.Speculate)
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
@@ -111,7 +113,7 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // params validates the shared fields. maxTokens is the endpoint's length limit, from the
 // field maxName; logprob settings are filled in by the endpoint.
 func (f *samplingFields) params(maxName string, maxTokens *int) (genParams, *apiError) {
-	p := genParams{maxTokens: -1, maxName: maxName, ignoreEOS: f.IgnoreEOS}
+	p := genParams{maxTokens: -1, maxName: maxName, ignoreEOS: f.IgnoreEOS, speculate: f.Speculate == nil || *f.Speculate}
 	if f.N != nil && *f.N != 1 {
 		return p, badRequest("n", "n = %d: only n = 1 is supported", *f.N)
 	}
@@ -277,6 +279,9 @@ type Usage struct {
 	PrefillSteps        int           `json:"prefill_steps"`
 	DecodeMs            float64       `json:"decode_ms"`
 	DecodeSteps         int           `json:"decode_steps"`
+	// With speculation: tokens drafted for verification and those kept.
+	DraftedTokens  int `json:"drafted_tokens,omitempty"`
+	AcceptedDrafts int `json:"accepted_drafts,omitempty"`
 }
 
 type tokenDetails struct {

@@ -22,6 +22,8 @@ type metrics struct {
 	promptTokens, genTokens                            prometheus.Counter
 	preemptions, success, aborted, rejected            prometheus.Counter
 	ttft, itl, e2e, queueTime, prefillTime, decodeTime prometheus.Histogram
+	// Speculative decoding, as vLLM's spec_decode_* counters.
+	specDrafts, specDraftTokens, specAccepted prometheus.Counter
 }
 
 // Buckets as vLLM's (vllm/v1/metrics/loggers.py).
@@ -67,8 +69,12 @@ func newMetrics(modelName string) *metrics {
 		itl:           hist("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets),
 		e2e:           hist("e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestBuckets),
 		queueTime:     hist("request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestBuckets),
-		prefillTime:   hist("request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request (sum of the steps that computed its prompt).", requestBuckets),
-		decodeTime:    hist("request_decode_time_seconds", "Histogram of time spent in DECODE phase for request (sum of the steps that decoded its tokens).", requestBuckets),
+		prefillTime:   hist("request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request (from admission to the first token).", requestBuckets),
+		decodeTime:    hist("request_decode_time_seconds", "Histogram of time spent in DECODE phase for request (from the first token to the last).", requestBuckets),
+
+		specDrafts:      counter("spec_decode_num_drafts_total", "Number of spec decoding drafts (a sequence's drafted tokens verified in one step)."),
+		specDraftTokens: counter("spec_decode_num_draft_tokens_total", "Number of draft tokens."),
+		specAccepted:    counter("spec_decode_num_accepted_tokens_total", "Number of accepted tokens."),
 	}
 }
 

@@ -39,6 +39,7 @@ type genRequest struct {
 	events    chan event
 
 	admitted, firstToken, lastToken time.Time
+	out                             []int // the completion's ids, for the draft index
 }
 
 // errShutdown ends the requests still running when the server closes.
@@ -123,8 +124,12 @@ func (s *Server) beforeStep(step sched.Step) {
 // admit queues a request with the engine and answers the handler.
 func (s *Server) admit(sub submission) {
 	r := sub.r
-	err := s.eng.Add(engine.Request{ID: r.id, Prompt: r.prompt, MaxTokens: r.maxTokens, Sampler: r.p.sampler,
-		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival})
+	req := engine.Request{ID: r.id, Prompt: r.prompt, MaxTokens: r.maxTokens, Sampler: r.p.sampler,
+		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival}
+	if s.cfg.Speculate != nil && r.p.speculate {
+		req.Proposer, req.MaxDraft = s.cfg.Speculate, s.cfg.MaxDraft
+	}
+	err := s.eng.Add(req)
 	switch {
 	case errors.Is(err, sched.ErrQueueFull):
 		sub.reply <- err
@@ -174,6 +179,10 @@ func (s *Server) deliver(rep engine.StepReport) {
 		if w.Prefill {
 			s.met.promptTokens.Add(float64(len(w.Tokens)))
 		}
+		if w.Draft > 0 {
+			s.met.specDrafts.Inc()
+			s.met.specDraftTokens.Add(float64(w.Draft))
+		}
 	}
 	for _, tk := range rep.Tokens {
 		r := s.reqs[tk.Seq]
@@ -188,6 +197,12 @@ func (s *Server) deliver(rep engine.StepReport) {
 			s.met.itl.Observe(now.Sub(r.lastToken).Seconds())
 		}
 		r.lastToken = now
+		if tk.Source == engine.Drafted {
+			s.met.specAccepted.Inc()
+		}
+		if s.cfg.DraftIndex != nil {
+			r.out = append(r.out, tk.ID)
+		}
 		r.events <- event{token: tk.ID, text: tk.Text, source: tk.Source, logprob: tk.Logprob}
 	}
 	for _, f := range rep.Finished {
@@ -206,6 +221,9 @@ func (s *Server) deliver(rep engine.StepReport) {
 		s.met.decodeTime.Observe(r.lastToken.Sub(r.firstToken).Seconds())
 		s.met.e2e.Observe(now.Sub(r.arrival).Seconds())
 		s.met.success.Inc()
+		if s.cfg.DraftIndex != nil {
+			s.cfg.DraftIndex.Add(r.out) // the domain index learns from every finished answer
+		}
 		r.events <- event{text: f.Text, done: true, finish: f.Reason, usage: usageOf(f.Stats)}
 	}
 }
@@ -219,6 +237,7 @@ func usageOf(st engine.Stats) Usage {
 		QueueMs:             ms(st.Queue), TTFTMs: ms(st.TTFT),
 		PrefillMs: ms(st.Prefill), PrefillSteps: st.PrefillSteps,
 		DecodeMs: ms(st.Decode), DecodeSteps: st.DecodeSteps,
+		DraftedTokens: st.DraftedTokens, AcceptedDrafts: st.AcceptedDrafts,
 	}
 }
 

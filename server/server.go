@@ -38,6 +38,7 @@ import (
 
 	"github.com/tokenwise/tokenwise/engine"
 	"github.com/tokenwise/tokenwise/engine/sched"
+	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -73,6 +74,13 @@ type Config struct {
 	// AllowSpecialInContent lets chat message content hold the text of special tokens, which
 	// then act as control tokens (see chat.go); by default such content is refused.
 	AllowSpecialInContent bool
+
+	// Speculate, if set, drafts tokens for every request to verify in one pass (engine
+	// Proposer; a request turns it off with "speculate": false). DraftIndex, if set, is
+	// updated with every finished answer (it may also be one of Speculate's proposers).
+	Speculate  engine.Proposer
+	MaxDraft   int
+	DraftIndex *spec.Index
 
 	// beforeStep, when set (by tests), runs before each engine step: a test holds a step
 	// with it instead of relying on how fast this machine generates.

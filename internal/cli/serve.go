@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tokenwise/tokenwise/demo"
+	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/server"
 )
@@ -23,6 +25,8 @@ import (
 type serveFlags struct {
 	model, host, name, kvMem, apiKey string
 	kvDType                          string
+	speculate, draftIndex            string
+	maxDraft                         int
 	mmap                             bool
 	port, maxSeqs, maxBatched        int
 	maxWaiting, maxLen, threads      int
@@ -102,6 +106,7 @@ special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special
 	fl.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "also answer requests with this Host (name, or name:port; repeatable; '*': any), e.g. behind a proxy")
 	fl.BoolVar(&f.allowSpecial, "allow-special-in-content", false, "let chat message content hold special-token text (e.g. <|im_end|>), read as control tokens; refused by default")
+	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex)
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "also answer browser requests from this origin, with CORS headers (e.g. https://app.example; repeatable; '*': any)")
 	return cmd
 }
@@ -149,6 +154,20 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer m.Close()
+	prop, err := proposers(f.speculate, f.draftIndex, f.model)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	var speculate engine.Proposer
+	if len(prop) > 0 {
+		speculate = prop
+	}
+	var index *spec.Index // the domain proposer's, which finished answers extend
+	for _, p := range prop {
+		if x, ok := p.(*spec.Index); ok {
+			index = x
+		}
+	}
 	name := f.name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(filepath.Clean(f.model)), filepath.Ext(f.model))
@@ -159,6 +178,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
 		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
 		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
+		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
