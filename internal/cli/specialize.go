@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/specialize"
+	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
 func newSpecializeCmd() *cobra.Command {
@@ -69,6 +72,11 @@ never sampled. --held-out reports the reduction on texts not used for choosing t
 			if err != nil {
 				return fmt.Errorf("specialize: %w", err)
 			}
+			if n, err := writeDraftIndex(out, docs); err != nil {
+				return fmt.Errorf("specialize: draft index: %w", err)
+			} else if n > 0 {
+				fmt.Fprintf(logw, "wrote %s: drafts from %d completions (--speculate domain)\n", filepath.Join(out, spec.DraftIndexFile), n)
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetEscapeHTML(false)
@@ -94,3 +102,29 @@ never sampled. --held-out reports the reduction on texts not used for choosing t
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
+
+// writeDraftIndex writes the n-gram index of the corpus's completions, in the specialized
+// tokenizer's ids, beside the model (spec.DraftIndexFile), for --speculate domain. A corpus
+// without completions writes none. It returns the completions indexed.
+func writeDraftIndex(dir string, docs []specialize.Doc) (int, error) {
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return 0, err
+	}
+	x := spec.NewIndex(3, draftIndexEntries)
+	n := 0
+	for _, d := range docs {
+		if d.Side == specialize.Output {
+			x.Add(tok.Encode(d.Text, false))
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, x.WriteFile(filepath.Join(dir, spec.DraftIndexFile))
+}
+
+// draftIndexEntries bounds the index: 256k contexts, about 25 MB in memory and 13 MB on
+// disk at most, which a domain's few thousand answers do not reach.
+const draftIndexEntries = 1 << 18

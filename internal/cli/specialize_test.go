@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tokenwise/tokenwise/domain"
+	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/internal/testref"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -122,7 +123,7 @@ func TestSpecializeCommand(t *testing.T) {
 	if r.VocabAfter >= r.VocabBefore || r.HeldOut.After.Output >= r.HeldOut.Before.Output || r.HeldOut.RoundTrip != 0 {
 		t.Fatalf("report: %+v", r)
 	}
-	for _, f := range []string{"model.safetensors", "tokenizer.json", "tokenizer_config.json", "config.json", "vocab_map.json", "report.json", "report.txt"} {
+	for _, f := range []string{"model.safetensors", "tokenizer.json", "tokenizer_config.json", "config.json", "vocab_map.json", "report.json", "report.txt", "draft_index.bin"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Fatalf("output: %v", err)
 		}
@@ -143,6 +144,23 @@ func TestSpecializeCommand(t *testing.T) {
 		if id >= r.VocabAfter {
 			t.Fatalf("generate sampled id %d, a padding row (vocabulary %d)", id, r.VocabAfter)
 		}
+	}
+	// The draft index beside it drafts from the domain's answers; the output is unchanged.
+	idx, err := spec.ReadIndexFile(filepath.Join(out, spec.DraftIndexFile))
+	if err != nil || idx.Len() == 0 {
+		t.Fatalf("draft index: %v (%d contexts)", err, idx.Len())
+	}
+	plain, _, err := runCLI(t, "generate", "--model", out, "--prompt", "Grade this essay.", "--chat", "--max-tokens", "24", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drafted, _, err := runCLI(t, "generate", "--model", out, "--prompt", "Grade this essay.", "--chat", "--max-tokens", "24", "--json", "--speculate", "domain,prompt")
+	if err != nil {
+		t.Fatalf("--speculate domain: %v", err)
+	}
+	var a, b genOut
+	if json.Unmarshal([]byte(plain), &a) != nil || json.Unmarshal([]byte(drafted), &b) != nil || fmt.Sprint(a.IDs) != fmt.Sprint(b.IDs) {
+		t.Errorf("--speculate changed the output:\n%v\n%v", a.IDs, b.IDs)
 	}
 }
 
