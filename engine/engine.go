@@ -6,7 +6,9 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/tokenwise/tokenwise/engine/kvcache"
 	"github.com/tokenwise/tokenwise/engine/sched"
@@ -166,7 +168,7 @@ type Engine struct {
 	vocab int
 	// maxVerify is EngineConfig.MaxVerifyTokens.
 	maxVerify int
-	costs     stepCosts
+	costs     *stepCosts
 
 	// BeforeStep, if set, is called with each step before it runs. Tests hold a step with
 	// it (a request timeout, a full queue) instead of relying on the machine's speed.
@@ -190,7 +192,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	return &Engine{m: cfg.Model, tok: cfg.Tokenizer, pc: pc, sch: sch, seqs: map[sched.SeqID]*seqState{},
 		eos:       StopIDs(cfg.Model, cfg.Tokenizer),
 		vocab:     min(cfg.Model.Config().VocabSize, cfg.Tokenizer.VocabSize()),
-		maxVerify: cfg.MaxVerifyTokens}, nil
+		maxVerify: cfg.MaxVerifyTokens, costs: costsOf(cfg.Model)}, nil
 }
 
 // Close gives the cache memory back to the model for the next engine (a loop of
@@ -564,9 +566,23 @@ func onlyOne(logits []float32) bool {
 // is not bandwidth-bound (a small model, few cores) a step of n tokens costs nearly n times
 // one of one token, and drafts lose time; on one where it is, they are nearly free. The
 // engine measures instead of assuming.
+//
+// They are a property of the model on this machine, so every engine of a model shares one
+// table (costsOf): a loop of one-request generations learns once.
 type stepCosts struct {
+	mu   sync.Mutex
 	ms   [maxCostTokens + 1]float64 // decayed mean duration of decode steps of n tokens
 	seen [maxCostTokens + 1]bool
+}
+
+// modelCosts maps weak.Pointer[model.Model] to *stepCosts: weak, so that the table does not
+// keep a closed model's weights reachable (a dead model leaves a few hundred bytes).
+var modelCosts sync.Map
+
+// costsOf is the step-cost table of m's engines.
+func costsOf(m *model.Model) *stepCosts {
+	c, _ := modelCosts.LoadOrStore(weak.Make(m), &stepCosts{})
+	return c.(*stepCosts)
 }
 
 const maxCostTokens = 64
@@ -583,6 +599,8 @@ func (c *stepCosts) observe(step sched.Step, d time.Duration) {
 		}
 	}
 	v := float64(d) / 1e6
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !c.seen[n] {
 		c.ms[n], c.seen[n] = v, true
 		return
@@ -591,8 +609,7 @@ func (c *stepCosts) observe(step sched.Step, d time.Duration) {
 }
 
 // cost estimates a decode step of n tokens: measured, else interpolated between measured
-// neighbours, else (no larger step measured) as cheap as the largest measured one — an
-// optimistic guess, so that drafting is tried and the guess replaced by a measurement.
+// neighbours, else (no larger step measured) as cheap as the largest measured one below.
 func (c *stepCosts) cost(n int) (float64, bool) {
 	if n <= maxCostTokens && c.seen[n] {
 		return c.ms[n], true
@@ -626,8 +643,18 @@ func (c *stepCosts) cost(n int) (float64, bool) {
 // sequences, given the chance p that a draft is kept: the expected tokens of k drafts are
 // 1 + p + ... + p^k (the drafts are kept in order until the first miss, plus the sampled
 // token), and k is the one that gives the most tokens per millisecond of step, the other
-// sequences one token each. With nothing measured yet, it drafts max.
+// sequences one token each. Until a plain step of the batch's size is measured it drafts
+// none; a longer step not measured yet is guessed as cheap as the longest measured one below
+// it, so that drafting is tried once and measured.
 func (c *stepCosts) draftLen(max, batch int, p float64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if batch > maxCostTokens {
+		return 0
+	}
+	if !c.seen[batch] {
+		return 0 // measure a plain step first: the drafts' cost is judged against it
+	}
 	best, bestRate := 0, 0.0
 	expected, pk := 1.0, 1.0
 	for k := 0; k <= max; k++ {
@@ -635,10 +662,7 @@ func (c *stepCosts) draftLen(max, batch int, p float64) int {
 			pk *= p
 			expected += pk
 		}
-		ms, ok := c.cost(batch + k)
-		if !ok {
-			return max
-		}
+		ms, _ := c.cost(batch + k) // known: c.seen[batch]
 		if rate := expected / ms; rate > bestRate*1.02 { // a longer draft must pay by 2%
 			best, bestRate = k, rate
 		}

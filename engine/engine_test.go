@@ -93,7 +93,8 @@ func TestDraftLenFollowsCost(t *testing.T) {
 		max   int
 		want  int
 	}{
-		{"nothing measured: draft and measure", &stepCosts{}, 1, 0.5, 4, 4},
+		{"nothing measured: a plain step first", &stepCosts{}, 1, 0.5, 4, 0},
+		{"no batch-size step measured", measured(10), 2, 0.9, 4, 0},
 		{"bandwidth-bound: 5 tokens cost 1.1 steps", measured(10, 10.2, 10.4, 10.7, 11), 1, 0.8, 4, 4},
 		{"compute-bound: cost grows with every token", measured(10, 20, 30, 40, 50), 1, 0.9, 4, 0},
 		{"in between, good drafts", measured(10, 13, 16, 19, 22), 1, 0.9, 4, 4},
