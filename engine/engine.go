@@ -40,6 +40,15 @@ type LogitsProcessor interface {
 	Accept(id int) error
 }
 
+// Forcer is a LogitsProcessor that can tell the text its grammar forces next: the only
+// continuation the grammar allows (a key, the punctuation after it, the rest of an enum
+// value). The engine appends it without sampling (jump-forward): its tokens are computed in
+// the sequence's next pass with its next token, one pass for all of them.
+type Forcer interface {
+	LogitsProcessor
+	Forced() []byte
+}
+
 // Proposer proposes the tokens that may follow a sequence — drafts, from the prompt, past
 // answers or a grammar — which the engine verifies in the sequence's next step: that step
 // computes the last token and the drafts in one pass, with the logits after each, and keeps
@@ -57,6 +66,7 @@ const (
 	Sampled Source = iota // drawn by the sampler from the model's logits
 	Forced                // the only token the logits processor allowed
 	Drafted               // proposed by the Proposer and verified: what the sampler drew
+	Jumped                // appended without a pass of its own: forced text (jump-forward)
 )
 
 func (s Source) String() string {
@@ -65,6 +75,8 @@ func (s Source) String() string {
 		return "forced"
 	case Drafted:
 		return "draft"
+	case Jumped:
+		return "jump-forward"
 	}
 	return "sampled"
 }
@@ -120,6 +132,8 @@ type Stats struct {
 	Prefill, Decode                time.Duration
 	PrefillSteps, DecodeSteps      int
 	DraftedTokens, AcceptedDrafts  int // tokens proposed for verification, and those kept
+	ForcedTokens                   int // tokens the processor allowed alone (sampled or not)
+	JumpedTokens                   int // forced tokens appended without sampling (jump-forward)
 }
 
 // Finish ends a sequence.
@@ -453,6 +467,18 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			}
 			out.Accepted = append(out.Accepted, tok.ID) // and on: after the last draft, one more
 		}
+		if f, ok := s.req.Processor.(Forcer); ok && !out.Done {
+			jumped, done, err := s.jump(f, e)
+			if err != nil {
+				return nil, fmt.Errorf("sequence %d: jump-forward: %w", w.Seq, err)
+			}
+			for _, tk := range jumped {
+				tk.Seq = w.Seq
+				rep.Tokens = append(rep.Tokens, tk)
+				out.Forced = append(out.Forced, tk.ID)
+			}
+			out.Done = done
+		}
 		if s.shadow >= 0 && len(drafts) == 0 {
 			s.kept, s.missed = 0.8*s.kept, 0.8*s.missed
 			if out.Token == s.shadow {
@@ -506,6 +532,7 @@ func (s *seqState) next(logits []float32, e *Engine) (Token, bool, error) {
 		}
 		if onlyOne(logits[:e.vocab]) {
 			src = Forced
+			s.st.ForcedTokens++
 		}
 	}
 	ch, err := s.sampler.Sample(logits)
@@ -538,6 +565,49 @@ func (s *seqState) next(logits []float32, e *Engine) (Token, bool, error) {
 		return tok, true, nil
 	}
 	return tok, s.gen >= s.req.MaxTokens, nil
+}
+
+// jump appends the text the grammar forces after the sequence's last token, as the
+// tokenizer encodes it, without its last token: the forced text's end may merge with what
+// the model writes after it (`"name": "` followed by a value), so that token is left to be
+// sampled (the mask still allows only it, or its longer merges). Each token goes through the
+// processor, the streaming decoder, the stop strings and the length limit as a sampled one
+// would. It reports whether the sequence is done.
+func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
+	text := f.Forced()
+	if len(text) == 0 {
+		return nil, false, nil
+	}
+	ids := e.tok.Encode(string(text), false)
+	ids = ids[:max(0, len(ids)-1)]
+	var out []Token
+	for _, id := range ids {
+		if s.gen >= s.req.MaxTokens {
+			return out, true, nil
+		}
+		if err := f.Accept(id); err != nil {
+			return nil, false, err
+		}
+		s.sampler.Accept(id)
+		s.gen++
+		s.st.CompletionTokens = s.gen
+		s.st.JumpedTokens++
+		s.st.ForcedTokens++
+		if s.tokens != nil {
+			s.tokens = append(s.tokens, id)
+		}
+		tok := Token{ID: id, Source: Jumped}
+		if piece := s.stream.Next(id); piece != "" {
+			var stopped bool
+			tok.Text, stopped = s.stop.Write(piece)
+			if stopped {
+				s.finished = true
+				return append(out, tok), true, nil
+			}
+		}
+		out = append(out, tok)
+	}
+	return out, s.gen >= s.req.MaxTokens, nil
 }
 
 // finishReason is why a done sequence ended.

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -116,5 +118,67 @@ func TestDraftLenFollowsCost(t *testing.T) {
 	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Draft: 1}}}, 5*time.Millisecond)
 	if ms, ok := c.cost(2); !ok || ms != 5 {
 		t.Errorf("2-token decode step: %g ms (%v), want 5", ms, ok)
+	}
+}
+
+// script is a grammar of one document: the token ids of a text. It allows only the next
+// one, and (as a Forcer) tells the text that remains.
+type script struct {
+	ids    []int
+	at     int
+	decode func([]int) string
+	jump   bool
+}
+
+func (s *script) Process(logits []float32) error {
+	for i := range logits {
+		if s.at >= len(s.ids) || i != s.ids[s.at] {
+			logits[i] = float32(math.Inf(-1))
+		}
+	}
+	return nil
+}
+
+func (s *script) Accept(id int) error {
+	if s.at >= len(s.ids) || id != s.ids[s.at] {
+		return fmt.Errorf("token %d at %d: not the script's", id, s.at)
+	}
+	s.at++
+	return nil
+}
+
+type jumpingScript struct{ *script }
+
+func (s jumpingScript) Forced() []byte { return []byte(s.decode(s.ids[s.at:])) }
+
+// TestJumpForward: text a processor forces is appended without sampling and computed in one
+// pass with the next token; the output is the same as sampling it token by token.
+func TestJumpForward(t *testing.T) {
+	m, tok := synthModel(t)
+	defer m.Close()
+	ctx := context.Background()
+	prompt := tok.Encode("Answer:", true)
+	doc := tok.Encode(`{"verdict": "pass", "score": 4, "feedback": "clear and well argued"}`, false)
+	dec := func(ids []int) string { return tok.Decode(ids, false) }
+	n := len(doc)
+	masked, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: n, Processor: &script{ids: doc, decode: dec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jumped, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: n, Processor: jumpingScript{&script{ids: doc, decode: dec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(masked.IDs, doc) || !slices.Equal(jumped.IDs, doc) || jumped.Text != masked.Text {
+		t.Fatalf("masked %v\njumped %v\nwant %v", masked.IDs, jumped.IDs, doc)
+	}
+	mt, jt := masked.Timing, jumped.Timing
+	if mt.DecodeSteps != n-1 || mt.ForcedTokens != n || mt.JumpedTokens != 0 {
+		t.Errorf("masked: %d decode steps, %d forced, %d jumped; want %d, %d, 0", mt.DecodeSteps, mt.ForcedTokens, mt.JumpedTokens, n-1, n)
+	}
+	// The first token from prefill's logits, then the rest but the last in one jump, then
+	// one decode step computes them all and samples the last.
+	if jt.DecodeSteps != 1 || jt.JumpedTokens != n-2 || jt.ForcedTokens != n {
+		t.Errorf("jumped: %d decode steps, %d forced, %d jumped; want 1, %d, %d", jt.DecodeSteps, jt.ForcedTokens, jt.JumpedTokens, n, n-2)
 	}
 }

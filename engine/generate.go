@@ -73,6 +73,10 @@ type Timing struct {
 	// DraftedTokens were proposed for verification (Options.Proposer), AcceptedDrafts kept.
 	DraftedTokens  int `json:"drafted_tokens,omitempty"`
 	AcceptedDrafts int `json:"accepted_drafts,omitempty"`
+	// ForcedTokens were the only token the processor allowed; JumpedTokens of them were
+	// appended without sampling (jump-forward), each a decode step saved.
+	ForcedTokens int `json:"forced_tokens,omitempty"`
+	JumpedTokens int `json:"jumped_tokens,omitempty"`
 }
 
 // TokenLogprobs is one generated token's logprob and its top alternatives.
@@ -165,6 +169,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 		t.PrefillMs, t.DecodeMs, t.DecodeSteps = ms(st.Prefill), ms(st.Decode), st.DecodeSteps
 		t.TTFTMs = ms(st.TTFT)
 		t.DraftedTokens, t.AcceptedDrafts = st.DraftedTokens, st.AcceptedDrafts
+		t.ForcedTokens, t.JumpedTokens = st.ForcedTokens, st.JumpedTokens
 		if t.PrefillMs > 0 {
 			t.PrefillTokS = float64(len(promptIDs)) / (t.PrefillMs / 1000)
 		}

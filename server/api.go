@@ -282,6 +282,9 @@ type Usage struct {
 	// With speculation: tokens drafted for verification and those kept.
 	DraftedTokens  int `json:"drafted_tokens,omitempty"`
 	AcceptedDrafts int `json:"accepted_drafts,omitempty"`
+	// With a grammar: tokens it forced, and those appended without a decode step of their own.
+	ForcedTokens int `json:"forced_tokens,omitempty"`
+	JumpedTokens int `json:"jumped_tokens,omitempty"`
 }
 
 type tokenDetails struct {

@@ -238,6 +238,7 @@ func usageOf(st engine.Stats) Usage {
 		PrefillMs: ms(st.Prefill), PrefillSteps: st.PrefillSteps,
 		DecodeMs: ms(st.Decode), DecodeSteps: st.DecodeSteps,
 		DraftedTokens: st.DraftedTokens, AcceptedDrafts: st.AcceptedDrafts,
+		ForcedTokens: st.ForcedTokens, JumpedTokens: st.JumpedTokens,
 	}
 }
 

@@ -102,11 +102,14 @@ func (s Step) String() string {
 // Output is the runner's result for a sampling Work: the tokens it appends — Accepted, the
 // first drafts of the Work that verification kept, then Token, the one it sampled — and
 // whether the sequence is finished (a stop token or string, its length limit): then it is
-// released. Draft proposes tokens to follow Token, to verify in the sequence's next step.
+// released. Forced are tokens appended after Token without sampling (jump-forward): the
+// next step computes them with Token. Draft proposes tokens to follow them all, to verify
+// in the sequence's next step.
 type Output struct {
 	Seq      SeqID
 	Token    int
 	Accepted []int
+	Forced   []int
 	Draft    []int
 	Done     bool
 }
@@ -294,6 +297,7 @@ func (s *Scheduler) Update(step Step, outs []Output) {
 			q.computed += acc
 			q.tokens = append(q.tokens, o.Accepted...)
 			q.tokens = append(q.tokens, o.Token)
+			q.tokens = append(q.tokens, o.Forced...)
 			q.draft = slices.Clone(o.Draft)
 		}
 		for len(q.hashes) < len(q.blocks) && (len(q.hashes)+1)*bs <= q.computed {
