@@ -732,7 +732,7 @@ func (c *stepCosts) draftLen(max, batch int, p float64) int {
 			pk *= p
 			expected += pk
 		}
-		ms, _ := c.cost(batch + k) // known: c.seen[batch]
+		ms, _ := c.cost(batch + k)                       // known: c.seen[batch]
 		if rate := expected / ms; rate > bestRate*1.02 { // a longer draft must pay by 2%
 			best, bestRate = k, rate
 		}
