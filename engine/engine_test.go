@@ -182,3 +182,64 @@ func TestJumpForward(t *testing.T) {
 		t.Errorf("jumped: %d decode steps, %d forced, %d jumped; want 1, %d, %d", jt.DecodeSteps, jt.ForcedTokens, jt.JumpedTokens, n, n-2)
 	}
 }
+
+// fixedDraft always proposes the same tokens.
+type fixedDraft []int
+
+func (f fixedDraft) Propose([]int, int) []int { return f }
+
+// TestDraftsKeepTheDistribution: at temperature 1, drafts change neither the distribution
+// of the tokens (a chi-square test over 400 seeds on the second and third tokens, where
+// drafts are verified) nor, seed for seed, the tokens themselves: verification samples each
+// position as plain decoding does, with one draw each, and keeps a draft only when the draw
+// is the draft.
+func TestDraftsKeepTheDistribution(t *testing.T) {
+	m, tok := synthModel(t)
+	defer m.Close()
+	ctx := context.Background()
+	prompt := tok.Encode("Pick a word:", true)
+	const seeds = 400
+	hist := [2]map[int]int{{}, {}}
+	same, kept := 0, 0
+	var draft fixedDraft
+	for seed := range uint64(seeds) {
+		sp := SamplerParams{Temperature: 1, TopK: 8, Seed: seed}
+		plain, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: 3, Sampler: sp, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if draft == nil { // the first run's tokens: a draft that is sometimes right
+			draft = fixedDraft(plain.IDs[1:])
+		}
+		spec, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: 3, Sampler: sp, IgnoreEOS: true, Proposer: draft, MaxDraft: 2, FixedDraft: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(plain.IDs, spec.IDs) {
+			same++
+		}
+		kept += spec.Timing.AcceptedDrafts
+		hist[0][plain.IDs[1]*1000003+plain.IDs[2]]++
+		hist[1][spec.IDs[1]*1000003+spec.IDs[2]]++
+	}
+	// Two-sample chi-square over the (second, third) token pairs seen at least 5 times.
+	chi, dof := 0.0, -1
+	for k := range hist[0] {
+		a, b := float64(hist[0][k]), float64(hist[1][k])
+		if a+b >= 10 {
+			chi += (a - b) * (a - b) / (a + b)
+			dof++
+		}
+	}
+	t.Logf("%d of %d seeds give the same tokens, %d drafts kept; chi-square %.1f over %d degrees of freedom", same, seeds, kept, chi, dof)
+	if dof < 1 || kept == 0 {
+		t.Fatalf("%d repeated outcomes, %d drafts kept: too few for a test", dof+1, kept)
+	}
+	// The limit is about the p = 0.001 point of the chi-square distribution.
+	if limit := float64(dof) + 4*math.Sqrt(2*float64(dof)); chi > limit {
+		t.Errorf("chi-square %.1f over %d dof (limit %.1f): drafts changed the distribution", chi, dof, limit)
+	}
+	if same < seeds*99/100 {
+		t.Errorf("only %d of %d seeds give the same tokens with drafts", same, seeds)
+	}
+}
