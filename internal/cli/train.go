@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tensor"
 	"github.com/tokenwise/tokenwise/tokenizer"
@@ -195,7 +196,8 @@ func runTraining(stdout, stderr io.Writer, a *trainArgs, what string) error {
 		return fmt.Errorf("%s: --dtype %q: want bf16 or f32", what, a.dtype)
 	}
 	extra := map[string][]byte{}
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "vocab_map.json", "special_tokens_map.json"} {
+	// The tokenizer's files, and the draft index in its ids (same vocabulary after training).
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "vocab_map.json", "special_tokens_map.json", spec.DraftIndexFile} {
 		if b, err := os.ReadFile(filepath.Join(tokDir, name)); err == nil {
 			extra[name] = b
 		}
