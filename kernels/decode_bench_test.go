@@ -63,7 +63,7 @@ func BenchmarkDecodeF16Qwen3(b *testing.B) {
 	}
 	out := make([]float32, vocab)
 	o1, o2, o3 := make([]float32, inter), make([]float32, inter), make([]float32, inter)
-	b.Run("step", func(b *testing.B) {
+	step := func(b *testing.B) {
 		b.SetBytes(int64(total))
 		for b.Loop() {
 			for i := range ls {
@@ -75,7 +75,19 @@ func BenchmarkDecodeF16Qwen3(b *testing.B) {
 			}
 			MatVec(p, out, &head, x[:hidden], s)
 		}
-	})
+	}
+	b.Run("step", step)
+	// The same step with the batch-invariant mode on (the batched tiles' arithmetic) and
+	// off (ggml_vec_dot_f16's), alternated in one process: what the mode costs decode.
+	for _, m := range []struct {
+		name string
+		on   bool
+	}{{"invariant", true}, {"ggml-order", false}, {"invariant", true}, {"ggml-order", false}} {
+		b.Run("step-"+m.name, func(b *testing.B) {
+			defer SetBatchInvariant(SetBatchInvariant(m.on))
+			step(b)
+		})
+	}
 	big := Mat{}
 	b.Run("one-call", func(b *testing.B) {
 		if big.Data == nil {

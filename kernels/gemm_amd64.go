@@ -97,7 +97,81 @@ func asmPairs(out, w, x []float32, n, cols, rows, r int) int {
 		copy(out[t*rows+r:t*rows+r+4], c[:4])
 		copy(out[(t+1)*rows+r:(t+1)*rows+r+4], c[4:])
 	}
+	if t < n { // the last of an odd number, in a pair's arithmetic
+		xt := x[t*cols : (t+1)*cols]
+		block4x1AVX2(&w[0], cols, &xt[0], (*[32]float32)(l[:32]))
+		var c [4]float32
+		for k := range c {
+			c[k] = lanesSum((*[8]float32)(l[8*k:]))
+		}
+		tile4x1Tail(&c, w, cols, xt, cols&^7)
+		copy(out[t*rows+r:t*rows+r+4], c[:])
+		t++
+	}
 	return t
+}
+
+// tile4x1Tail is tile4x2Tail for one token.
+func tile4x1Tail(c *[4]float32, w []float32, n int, x []float32, from int) {
+	for i := from; i < n; i++ {
+		for k := range 4 {
+			c[k] += w[k*n+i] * x[i]
+		}
+	}
+}
+
+//go:noescape
+func block4x1AVX2(w *float32, n int, x *float32, acc *[32]float32)
+
+//go:noescape
+func matVecTileF16Z(x *float32, w *uint16, n, cols int, out *float32)
+
+//go:noescape
+func matVecTileBF16Z(x *float32, w *uint16, n, cols int, out *float32)
+
+//go:noescape
+func matVecTileF32Z(x *float32, w *float32, n, cols int, out *float32)
+
+// asmMatVecTiled computes rows [lo,hi) (hi−lo a multiple of 4) of a float matrix times
+// one token in the arithmetic matMulRows gives them (matVecTiled) and returns where it
+// stopped: hi, or lo where no kernel here has that arithmetic.
+//   - AVX-512 tile (cols a multiple of 16): dotLanes16, in matVecTile*Z.
+//   - AVX2 pairs (asmPairs) for f16 rows: dot4F16AVX2's eight lanes per row are the
+//     pairs' FMAs on the widened row, then the same lane sum and scalar tail.
+func asmMatVecTiled(out []float32, w *Mat, x []float32, lo, hi int) int {
+	cols := w.Cols
+	if hi <= lo {
+		return lo
+	}
+	if useAVX512Tile && cols%16 == 0 {
+		x = x[:cols]
+		switch w.DType {
+		case tensor.F16:
+			matVecTileF16Z(&x[0], &w.u16[lo*cols : hi*cols][0], hi-lo, cols, &out[lo:hi][0])
+		case tensor.BF16:
+			matVecTileBF16Z(&x[0], &w.u16[lo*cols : hi*cols][0], hi-lo, cols, &out[lo:hi][0])
+		default:
+			matVecTileF32Z(&x[0], &w.f32[lo*cols : hi*cols][0], hi-lo, cols, &out[lo:hi][0])
+		}
+		return hi
+	}
+	if w.DType != tensor.F16 || !useAsmQ8 || cols < 8 {
+		return lo
+	}
+	var acc [32]float32
+	for r := lo; r < hi; r += 4 {
+		wr := w.u16[r*cols : (r+4)*cols]
+		dot4F16AVX2(&wr[0], cols, &x[0], &acc)
+		o := out[r : r+4 : r+4]
+		for k := range 4 {
+			s := lanesSum((*[8]float32)(acc[8*k:]))
+			for i := cols &^ 7; i < cols; i++ {
+				s += f16Table[wr[k*cols+i]] * x[i]
+			}
+			o[k] = s
+		}
+	}
+	return hi
 }
 
 // asmDotF16 is DotF16 (ggml_vec_dot_f16's lane order for 16- or 8-lane builds) with the keys

@@ -62,6 +62,51 @@ done:
 	VZEROUPPER
 	RET
 
+// func block4x1AVX2(w *float32, n int, x *float32, acc *[32]float32)
+//
+// block4x2AVX2 for one token: acc[8k:8k+8] holds the lane sums of row k with x, the same
+// FMAs in the same order as that token gets in a pair. A batch of odd size takes its last
+// token here, so every token of a batch has the pairs' arithmetic.
+TEXT ·block4x1AVX2(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ acc+24(FP), DX
+	MOVQ CX, R8
+	SHLQ $2, R8
+	LEAQ (SI)(R8*1), R9
+	LEAQ (R9)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ done1
+
+loop1:
+	VMOVUPS (DI)(AX*1), Y8
+	VMOVUPS (SI)(AX*1), Y10
+	VMOVUPS (R9)(AX*1), Y11
+	VMOVUPS (R10)(AX*1), Y12
+	VMOVUPS (R11)(AX*1), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y8, Y11, Y1
+	VFMADD231PS Y8, Y12, Y2
+	VFMADD231PS Y8, Y13, Y3
+	ADDQ $32, AX
+	DECQ CX
+	JNZ loop1
+
+done1:
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VZEROUPPER
+	RET
+
 // func dot4F16AVX2(w *uint16, n int, x *float32, acc *[32]float32)
 //
 // Four f16 weight rows (row stride n) times x over the first n&^7 columns: per row, eight
@@ -2306,3 +2351,154 @@ mqsum:
 mqdone:
 	VZEROUPPER
 	RET
+
+// The decode products of the batch-invariant mode (matVecTiled): each row in the
+// arithmetic of the float32 prefill tile (tile4x4F32Z, dotLanes16: one 16-lane accumulator
+// of fused multiply-adds over the columns in order, then _mm512_reduce_add_ps's tree), so a
+// row has the same bits alone as in a batch. One accumulator is one chain of dependent
+// FMAs; four rows side by side keep four chains in flight, far above the memory's rate.
+// Four rows are four streams a row apart, so prefetching each 4 KiB ahead, as the other
+// decode products do, would mostly fetch lines the next row's stream is loading already:
+// instead the loop prefetches the next four rows (contiguous) into L2 from their start, as
+// many lines per iteration as it consumes, so they have arrived when their group begins.
+
+// Weight loads: 16 weights at off(p) widened to float32 in z.
+#define WLD_F16(off, p, z) VCVTPH2PS off(p), z
+#define WLD_BF16(off, p, z) VPMOVZXWD off(p), z; VPSLLD $16, z, z
+#define WLD_F32(off, p, z) VMOVUPS off(p), z
+
+// TILE_BLOCK multiplies the 16 columns at row offset off (x at xoff(DI)) of the four rows
+// at SI, R12, R13, R14 into Z0..Z3.
+#define TILE_BLOCK(WLD, off, xoff) \
+	VMOVUPS xoff(DI), Z4 \
+	WLD(off, SI, Z8) \
+	WLD(off, R12, Z9) \
+	WLD(off, R13, Z10) \
+	WLD(off, R14, Z11) \
+	VFMADD231PS Z4, Z8, Z0 \
+	VFMADD231PS Z4, Z9, Z1 \
+	VFMADD231PS Z4, Z10, Z2 \
+	VFMADD231PS Z4, Z11, Z3
+
+// SUM16 leaves in the low lane of x the 16 lanes of z (its low halves y, x) added in
+// reduceAdd16's order, with t, u scratch (a Y and an X register of one Z).
+#define SUM16(z, y, x, t, u) \
+	VEXTRACTF64X4 $1, z, t \
+	VADDPS t, y, y \
+	VEXTRACTF128 $1, y, u \
+	VADDPS u, x, x \
+	VMOVHLPS x, x, u \
+	VADDPS u, x, x \
+	VMOVSHDUP x, u \
+	VADDSS u, x, x
+
+// PF_LINES4 prefetches four lines of the next rows at R15 and advances it (f16 and bf16
+// rows: an iteration consumes 4 rows × 64 bytes); PF_LINES8 eight (float32 rows).
+#define PF_LINES4 \
+	PREFETCHT1 (R15) \
+	PREFETCHT1 64(R15) \
+	PREFETCHT1 128(R15) \
+	PREFETCHT1 192(R15) \
+	ADDQ $256, R15
+
+#define PF_LINES8 \
+	PF_LINES4 \
+	PF_LINES4
+
+// MATVEC_TILE is the body of the three kernels, their arguments in registers (BX x, SI w,
+// R9 n, R11 cols, R8 the row bytes, DX out); BLK is the bytes of one 16-column block of a
+// row, PFETCH the prefetch of an iteration (labels are per function, so each kernel has
+// its own).
+#define MATVEC_TILE(WLD, BLK, PFETCH) \
+	SHRQ $4, R11 \
+	SHRQ $2, R9 \
+	JZ done \
+group: \
+	MOVQ BX, DI \
+	LEAQ (SI)(R8*1), R12 \
+	LEAQ (R12)(R8*1), R13 \
+	LEAQ (R13)(R8*1), R14 \
+	LEAQ (R14)(R8*1), R15 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	MOVQ R11, CX \
+	TESTQ $1, CX \
+	JZ pairs \
+	TILE_BLOCK(WLD, 0, 0) \
+	ADDQ $BLK, SI \
+	ADDQ $BLK, R12 \
+	ADDQ $BLK, R13 \
+	ADDQ $BLK, R14 \
+	ADDQ $64, DI \
+pairs: \
+	SHRQ $1, CX \
+	JZ sum \
+loop: \
+	PFETCH \
+	TILE_BLOCK(WLD, 0, 0) \
+	TILE_BLOCK(WLD, BLK, 64) \
+	ADDQ $(2*BLK), SI \
+	ADDQ $(2*BLK), R12 \
+	ADDQ $(2*BLK), R13 \
+	ADDQ $(2*BLK), R14 \
+	ADDQ $128, DI \
+	DECQ CX \
+	JNZ loop \
+sum: \
+	SUM16(Z0, Y0, X0, Y6, X6) \
+	SUM16(Z1, Y1, X1, Y6, X6) \
+	SUM16(Z2, Y2, X2, Y6, X6) \
+	SUM16(Z3, Y3, X3, Y6, X6) \
+	VMOVSS X0, (DX) \
+	VMOVSS X1, 4(DX) \
+	VMOVSS X2, 8(DX) \
+	VMOVSS X3, 12(DX) \
+	ADDQ $16, DX \
+	MOVQ R14, SI \
+	DECQ R9 \
+	JNZ group \
+done: \
+	VZEROUPPER \
+	RET
+
+// func matVecTileF16Z(x *float32, w *uint16, n, cols int, out *float32)
+//
+// out[r] = Σ w[r,:]·x for n (a multiple of 4) consecutive rows of cols (a multiple of 16)
+// f16 weights, each row in dotLanes16's arithmetic on the widened weights.
+TEXT ·matVecTileF16Z(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), BX
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), R9
+	MOVQ cols+24(FP), R11
+	MOVQ out+32(FP), DX
+	MOVQ R11, R8
+	SHLQ $1, R8
+	MATVEC_TILE(WLD_F16, 32, PF_LINES4)
+
+// func matVecTileBF16Z(x *float32, w *uint16, n, cols int, out *float32)
+//
+// matVecTileF16Z for bf16 weights.
+TEXT ·matVecTileBF16Z(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), BX
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), R9
+	MOVQ cols+24(FP), R11
+	MOVQ out+32(FP), DX
+	MOVQ R11, R8
+	SHLQ $1, R8
+	MATVEC_TILE(WLD_BF16, 32, PF_LINES4)
+
+// func matVecTileF32Z(x *float32, w *float32, n, cols int, out *float32)
+//
+// matVecTileF16Z for float32 weights.
+TEXT ·matVecTileF32Z(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), BX
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), R9
+	MOVQ cols+24(FP), R11
+	MOVQ out+32(FP), DX
+	MOVQ R11, R8
+	SHLQ $2, R8
+	MATVEC_TILE(WLD_F32, 64, PF_LINES8)

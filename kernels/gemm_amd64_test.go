@@ -145,12 +145,13 @@ func TestWidenRowsAllValues(t *testing.T) {
 	}
 }
 
-// TestMatVecF16RowOrder: the f16 matrix×vector product gives DotF16's bits (ggml_vec_dot_f16)
-// for every row, in both of ggml's lane orders.
+// TestMatVecF16RowOrder: with the batch-invariant mode off, the f16 matrix×vector product
+// gives DotF16's bits (ggml_vec_dot_f16) for every row, in both of ggml's lane orders.
 func TestMatVecF16RowOrder(t *testing.T) {
 	if !useAsmQ8 || !useF16RowDot {
 		t.Skip("no F16C assembly (or TOKENWISE_NO_ASM / TOKENWISE_F16_DECODE=rows4)")
 	}
+	defer SetBatchInvariant(SetBatchInvariant(false))
 	defer func(v bool) { ggmlAVX512 = v }(ggmlAVX512)
 	rng := rand.New(rand.NewPCG(51, 52))
 	const rows, cols = 37, 192
@@ -172,12 +173,13 @@ func TestMatVecF16RowOrder(t *testing.T) {
 	}
 }
 
-// TestMatVecBF16RowOrder: on AVX-512 CPUs the bf16 matrix×vector product gives
-// dotBF16Lanes16's bits for every row.
+// TestMatVecBF16RowOrder: with the batch-invariant mode off, on AVX-512 CPUs the bf16
+// matrix×vector product gives dotBF16Lanes16's bits for every row.
 func TestMatVecBF16RowOrder(t *testing.T) {
 	if !useAVX512Attn || !useF16RowDot {
 		t.Skip("no AVX-512 (or TOKENWISE_NO_ASM / NO_AVX512 / F16_DECODE=rows4)")
 	}
+	defer SetBatchInvariant(SetBatchInvariant(false))
 	rng := rand.New(rand.NewPCG(71, 72))
 	const rows, cols = 37, 192
 	w, _ := randMat(t, rng, tensor.BF16, rows, cols)

@@ -60,3 +60,5 @@ func asmSumWords(w []uint64) (uint64, int) { return 0, 0 }
 func useAVX512Softmax() bool               { return false }
 
 func asmMatVecQ8_0(out []float32, w *Mat, a *qact, lo, hi int) bool { return false }
+
+func asmMatVecTiled(out []float32, w *Mat, x []float32, lo, hi int) int { return lo }

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -82,14 +83,76 @@ func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 		return func(_ int, out []float32, w *Mat, lo, hi int) { quantRows(out, w, a, n, lo, hi) }
 	case k == actF32 || k == actF16 || k == actBF16:
 		xr := roundActivations(w, x, s)
-		if n == 1 {
+		switch {
+		case n > 1:
 			return func(worker int, out []float32, w *Mat, lo, hi int) {
-				matVecRows(out, w, xr, lo, hi, s.buf(worker, w.Cols))
+				matMulRows(out, w, xr, n, lo, hi, s.buf(worker, matMulBufLen(w.Cols)))
+			}
+		case batchInvariant:
+			return func(worker int, out []float32, w *Mat, lo, hi int) {
+				matVecTiled(out, w, xr, lo, hi, s.buf(worker, matVecTiledBufLen(w.Cols)))
 			}
 		}
 		return func(worker int, out []float32, w *Mat, lo, hi int) {
-			matMulRows(out, w, xr, n, lo, hi, s.buf(worker, matMulBufLen(w.Cols)))
+			matVecRows(out, w, xr, lo, hi, s.buf(worker, w.Cols))
 		}
 	}
 	panic(fmt.Sprintf("kernels: no product for %v weights", w.DType)) // NewMat admits only the dtypes above
+}
+
+// Batch invariance. The quantized products give every (row, token) the same bits whether
+// the token is multiplied alone (MatVec, a decode step of one sequence) or with others
+// (MatMul: a batched decode step, a prefill chunk, drafts verified in one pass): both run
+// one row kernel per token. The float products (f32, f16, bf16) did not: MatVec sums each
+// row in ggml_vec_dot_f16's order (four accumulators; the decode kernels llama.cpp runs),
+// MatMul in its 4×4 tiles' (one accumulator per row and token, tinyBLAS's order), so a
+// sequence's logits moved in the last bits with what else was in the step, and a seeded
+// sample could then take another token.
+//
+// In the batch-invariant mode (the default) MatVec computes a float row in the batched
+// product's own arithmetic (matVecTiled), so a row's bits depend only on the row and its
+// token, for any n: a sequence decodes the same alone or batched, and a prefill's products
+// are the same however its prompt is cut into chunks. This leaves prefill untouched (its
+// tiles are the fast kernel) and costs decode nothing measurable (it is bound by memory,
+// and one accumulator per row of four rows in flight keeps up with it): see
+// docs/kernels.md, "Batch invariance". Off, MatVec takes ggml's decode order again (to
+// compare decode with llama.cpp's bit for bit: TestMatVecF16RowOrder).
+
+// batchInvariant is the mode; TOKENWISE_BATCH_INVARIANT=0 starts a program with it off.
+var batchInvariant = os.Getenv("TOKENWISE_BATCH_INVARIANT") != "0"
+
+// BatchInvariant reports whether the products are in the batch-invariant mode.
+func BatchInvariant() bool { return batchInvariant }
+
+// SetBatchInvariant turns the batch-invariant mode on or off and returns the mode before.
+// Like SetISA it must not run concurrently with a forward pass or any other kernel call.
+func SetBatchInvariant(on bool) (prev bool) {
+	prev, batchInvariant = batchInvariant, on
+	return prev
+}
+
+// matVecTiledBufLen is the scratch matVecTiled needs: four rows widened to float32, four
+// more for a padded last tile, and one token tile's parked accumulators.
+func matVecTiledBufLen(cols int) int { return 8*cols + tileAccLen(1) }
+
+// matVecTiled is the decode product of rows [lo,hi) (lo a multiple of 4) in the batched
+// product's arithmetic: each row gets the bits matMulRows gives it with the same token in a
+// batch of any size. The assembly does it where it has that arithmetic for the dtype
+// (asmMatVecTiled); the rest goes through matMulRows' own four-row kernel with one token.
+func matVecTiled(out []float32, w *Mat, x []float32, lo, hi int, buf []float32) {
+	cols := w.Cols
+	r := asmMatVecTiled(out, w, x, lo, lo+(hi-lo)&^3)
+	for ; r < hi; r += 4 {
+		nr := min(4, hi-r)
+		var wb []float32
+		if w.DType == tensor.F32 {
+			wb = w.f32[r*cols : (r+nr)*cols]
+		} else {
+			for i := range nr {
+				_ = w.Row(r+i, buf[i*cols:(i+1)*cols]) // NewMat validated dtype and sizes
+			}
+			wb = buf[:nr*cols]
+		}
+		matMulRows4(out, wb, x, 1, cols, w.Rows, r, nr, buf[4*cols:8*cols], buf[8*cols:])
+	}
 }
