@@ -238,12 +238,11 @@ type seqState struct {
 	// shadow is a draft not verified (speculation paused): the next token produced tells
 	// whether it would have been kept, at no cost, so speculation resumes when drafts start
 	// matching again.
-	shadow    int
-	admitted  time.Time
-	first     time.Time
-	st        Stats
-	finished  bool
-	finishErr error
+	shadow   int
+	admitted time.Time
+	first    time.Time
+	st       Stats
+	finished bool
 }
 
 // Add queues a request. Errors are the request's fault (an empty prompt, ids outside the

@@ -76,15 +76,9 @@ func (m *Model) NewPagedCache(numBlocks, blockSize int) (*PagedCache, error) {
 // Release gives the cache's memory to the model for its next cache or sequence (the
 // larger of it and what the model already keeps). The cache must not be used afterwards.
 func (c *PagedCache) Release() {
-	m := c.m
-	if m == nil {
-		return
+	if c.m != nil {
+		c.m.keepSpare(c.mem)
 	}
-	m.mu.Lock()
-	if c.mem.bytes() > m.spare.bytes() {
-		m.spare = c.mem
-	}
-	m.mu.Unlock()
 	*c = PagedCache{}
 }
 

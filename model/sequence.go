@@ -101,16 +101,20 @@ func growKV[T float32 | uint16](layers [][]T, size, keep int, spare *[]T) []T {
 // peak RSS held both, +16 MB for Qwen3-0.6B). The sequence must not be used afterwards;
 // Prefill and Decode on it return an error.
 func (s *Sequence) Release() {
-	m := s.m
-	if m == nil {
-		return
+	if s.m != nil {
+		s.m.keepSpare(s.mem)
 	}
+	*s = Sequence{maxLen: s.maxLen}
+}
+
+// keepSpare keeps mem as the cache memory for the model's next sequence or paged cache if it
+// is larger than what the model keeps already.
+func (m *Model) keepSpare(mem kvMem) {
 	m.mu.Lock()
-	if s.mem.bytes() > m.spare.bytes() {
-		m.spare = s.mem
+	if mem.bytes() > m.spare.bytes() {
+		m.spare = mem
 	}
 	m.mu.Unlock()
-	*s = Sequence{maxLen: s.maxLen}
 }
 
 // Prefill appends the prompt ids to the sequence in one batched pass and returns the

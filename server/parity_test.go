@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -46,7 +45,7 @@ func TestServeEqualsGenerateEqualsLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() }) // after the server stops (cleanups run last first)
 	const n = 24
 	texts := []string{"The capital of France is", "Once upon a time", "def fibonacci(n):", "<|im_start|>user\nName three colours.<|im_end|>\n<|im_start|>assistant\n"}
 	var prompts [][]int
@@ -81,24 +80,15 @@ func TestServeEqualsGenerateEqualsLlamaCpp(t *testing.T) {
 	// All four at once: held until every request is queued, so they share their steps.
 	cfg, release := holdSteps(0)
 	cfg.Model, cfg.Tokenizer, cfg.ModelName, cfg.KVCacheBytes = m, tok, "smollm2", 64<<20
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: s.Handler()}
-	go hs.Serve(ln)
-	defer func() { release(); hs.Close(); s.Close() }()
+	ts := serve(t, cfg, func(s *Server) *http.Server { return &http.Server{Handler: s.Handler()} })
+	t.Cleanup(release) // before the server closes
 	served := make([]string, len(prompts))
 	errs := make([]error, len(prompts))
 	var wg sync.WaitGroup
 	for i, p := range prompts {
 		wg.Go(func() {
 			body, _ := json.Marshal(map[string]any{"prompt": p, "max_tokens": n, "temperature": 0, "ignore_eos": true})
-			resp, err := http.Post("http://"+ln.Addr().String()+"/v1/completions", "application/json", bytes.NewReader(body))
+			resp, err := http.Post(ts.url+"/v1/completions", "application/json", bytes.NewReader(body))
 			if err != nil {
 				errs[i] = err
 				return
@@ -113,7 +103,7 @@ func TestServeEqualsGenerateEqualsLlamaCpp(t *testing.T) {
 		})
 	}
 	// The first step is held until every request is in: running or waiting behind it.
-	inFlight := func() float64 { return testutil.ToFloat64(s.met.waiting) + testutil.ToFloat64(s.met.running) }
+	inFlight := func() float64 { return testutil.ToFloat64(ts.met.waiting) + testutil.ToFloat64(ts.met.running) }
 	for deadline := time.Now().Add(30 * time.Second); inFlight() != float64(len(prompts)); {
 		if time.Now().After(deadline) {
 			t.Fatalf("%g requests running or waiting, want %d", inFlight(), len(prompts))

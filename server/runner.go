@@ -55,15 +55,8 @@ func (s *Server) loop() {
 	defer close(s.loopDone)
 	defer s.cancelAll(errShutdown)
 	for {
-		if s.eng.Idle() {
-			select {
-			case sub := <-s.submit:
-				s.admit(sub)
-			case id := <-s.cancels:
-				s.cancel(id)
-			case <-s.stop:
-				return
-			}
+		if s.eng.Idle() && !s.waitIn(nil) {
+			return
 		}
 		if !s.takeIn() {
 			return
@@ -76,14 +69,8 @@ func (s *Server) loop() {
 			// Cannot happen with admission checks in place (a lone request always fits);
 			// wait for a change rather than spin.
 			s.updateGauges()
-			select {
-			case sub := <-s.submit:
-				s.admit(sub)
-			case id := <-s.cancels:
-				s.cancel(id)
-			case <-s.stop:
+			if !s.waitIn(time.After(10 * time.Millisecond)) {
 				return
-			case <-time.After(10 * time.Millisecond):
 			}
 			continue
 		}
@@ -93,6 +80,21 @@ func (s *Server) loop() {
 		s.deliver(rep)
 		s.updateGauges()
 	}
+}
+
+// waitIn blocks until a submission or a cancellation arrives (and takes it in) or timeout
+// fires (nil: never); it reports false once stop is closed.
+func (s *Server) waitIn(timeout <-chan time.Time) bool {
+	select {
+	case sub := <-s.submit:
+		s.admit(sub)
+	case id := <-s.cancels:
+		s.cancel(id)
+	case <-s.stop:
+		return false
+	case <-timeout:
+	}
+	return true
 }
 
 // takeIn admits the submissions and applies the cancellations waiting on the channels,

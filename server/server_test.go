@@ -113,6 +113,7 @@ func serveFixture(t testing.TB, cfg Config, newHS func(*Server) *http.Server) *t
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { m.Close() }) // after the server's cleanup (cleanups run last first)
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +122,13 @@ func serveFixture(t testing.TB, cfg Config, newHS func(*Server) *http.Server) *t
 	if cfg.KVCacheBytes == 0 {
 		cfg.KVCacheBytes = 8 << 20
 	}
+	return serve(t, cfg, newHS)
+}
+
+// serve starts a server of cfg (its model and tokenizer set) on a loopback port, with the
+// http.Server newHS makes, and stops both when the test ends.
+func serve(t testing.TB, cfg Config, newHS func(*Server) *http.Server) *testServer {
+	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -136,9 +144,8 @@ func serveFixture(t testing.TB, cfg Config, newHS func(*Server) *http.Server) *t
 		defer cancel()
 		hs.Shutdown(ctx)
 		s.Close()
-		m.Close()
 	})
-	return &testServer{Server: s, url: "http://" + ln.Addr().String(), m: m, tok: tok, hs: hs, ln: ln}
+	return &testServer{Server: s, url: "http://" + ln.Addr().String(), m: cfg.Model, tok: cfg.Tokenizer, hs: hs, ln: ln}
 }
 
 func (ts *testServer) client(key string) openai.Client {
