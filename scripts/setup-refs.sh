@@ -194,4 +194,16 @@ if [ "$(cat "$fpy/.installed-formats" 2>/dev/null)" != "$fmtspec" ]; then
 	echo "$fmtspec" >"$fpy/.installed-formats"
 fi
 
+# --- Python jsonschema for structured output (owner: grammar work) ------------------------
+# grammar/ and engine/ validate every constrained completion with the reference JSON Schema
+# validator, in the same venv.
+gspec="jsonschema==4.25.1 rfc3339-validator==0.1.4"
+if [ "$(cat "$py/.installed-grammar" 2>/dev/null)" != "$gspec" ]; then
+	[ -x "$py/bin/python" ] || python3 -m venv "$py"
+	echo "setup-refs: python venv $py with $gspec" >&2
+	# shellcheck disable=SC2086 # gspec is a list of requirements
+	"$py/bin/pip" install --quiet --disable-pip-version-check $gspec
+	echo "$gspec" >"$py/.installed-grammar"
+fi
+
 echo "setup-refs: references ready in $refs" >&2
