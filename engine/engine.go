@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tokenwise/tokenwise/engine/kvcache"
 	"github.com/tokenwise/tokenwise/engine/sched"
+	"github.com/tokenwise/tokenwise/grammar"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -100,6 +102,13 @@ type Request struct {
 	Arrival time.Time
 	// Processor, if set, masks the logits before sampling.
 	Processor LogitsProcessor
+	// Grammar, if set, constrains the output to a document of the grammar (structured
+	// output): the engine keeps the sequence's parse, masks the logits before each sampling
+	// (the end-of-sequence and stop ids are allowed exactly when the document is complete),
+	// cuts drafts where the grammar rejects them, and appends the text the grammar forces
+	// without sampling it (jump-forward) unless NoJumpForward. Not with Processor.
+	Grammar       *grammar.Table
+	NoJumpForward bool
 	// Proposer, if set, drafts up to MaxDraft tokens per step (default 4) to verify. How
 	// many are asked for each step follows the sequence's acceptance and what a step of that
 	// many tokens has been measured to cost (see draftLen): none where drafts do not pay.
@@ -131,9 +140,11 @@ type Stats struct {
 	TTFT                           time.Duration // arrival to first token
 	Prefill, Decode                time.Duration
 	PrefillSteps, DecodeSteps      int
-	DraftedTokens, AcceptedDrafts  int // tokens proposed for verification, and those kept
-	ForcedTokens                   int // tokens the processor allowed alone (sampled or not)
-	JumpedTokens                   int // forced tokens appended without sampling (jump-forward)
+	DraftedTokens, AcceptedDrafts  int           // tokens proposed for verification, and those kept
+	ForcedTokens                   int           // tokens the processor allowed alone (sampled or not)
+	JumpedTokens                   int           // forced tokens appended without sampling (jump-forward)
+	MaskTime                       time.Duration // computing the grammar's masks
+	Masks                          int
 }
 
 // Finish ends a sequence.
@@ -243,6 +254,7 @@ type seqState struct {
 	first    time.Time
 	st       Stats
 	finished bool
+	matcher  *grammar.Matcher // Request.Grammar's parse
 }
 
 // Add queues a request. Errors are the request's fault (an empty prompt, ids outside the
@@ -272,6 +284,22 @@ func (e *Engine) Add(req Request) error {
 		return err
 	}
 	sampler.SetPrompt(req.Prompt)
+	var stopIDs []int
+	if !req.IgnoreEOS {
+		stopIDs = slices.Clone(e.eos)
+	}
+	stopIDs = append(stopIDs, req.StopIDs...)
+	var matcher *grammar.Matcher
+	if req.Grammar != nil {
+		if req.Processor != nil {
+			return errors.New("a request takes a grammar or a logits processor, not both")
+		}
+		if len(stopIDs) == 0 {
+			return errors.New("a grammar needs an end-of-sequence or stop id to end the document with (EOS is ignored and no stop ids are given)")
+		}
+		matcher = req.Grammar.NewMatcher(stopIDs)
+		req.Processor = matcher
+	}
 	if err := e.sch.Add(sched.Request{ID: req.ID, Prompt: req.Prompt, MaxTokens: req.MaxTokens}); err != nil {
 		return err
 	}
@@ -280,11 +308,8 @@ func (e *Engine) Add(req Request) error {
 	}
 	s := &seqState{req: req, sampler: sampler, stream: e.tok.NewStreamDecoder(!req.KeepSpecial),
 		stop:     StopText{Stops: req.Stop},
-		logprobs: req.Sampler.Logprobs || req.Sampler.TopLogprobs > 0}
-	if !req.IgnoreEOS {
-		s.stopIDs = e.eos
-	}
-	s.stopIDs = append(slices.Clone(s.stopIDs), req.StopIDs...)
+		logprobs: req.Sampler.Logprobs || req.Sampler.TopLogprobs > 0,
+		stopIDs:  stopIDs, matcher: matcher}
 	s.st.PromptTokens = len(req.Prompt)
 	if req.Proposer != nil {
 		s.tokens = slices.Clone(req.Prompt)
@@ -466,7 +491,7 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			}
 			out.Accepted = append(out.Accepted, tok.ID) // and on: after the last draft, one more
 		}
-		if f, ok := s.req.Processor.(Forcer); ok && !out.Done {
+		if f, ok := s.req.Processor.(Forcer); ok && !out.Done && !s.req.NoJumpForward {
 			jumped, done, err := s.jump(f, e)
 			if err != nil {
 				return nil, fmt.Errorf("sequence %d: jump-forward: %w", w.Seq, err)
@@ -513,6 +538,9 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 				if len(out.Draft) > k {
 					out.Draft = out.Draft[:k]
 				}
+				if s.matcher != nil { // a draft the grammar rejects is not worth verifying
+					out.Draft = out.Draft[:s.matcher.ValidPrefix(out.Draft)]
+				}
 				s.st.DraftedTokens += len(out.Draft)
 			}
 		}
@@ -528,6 +556,9 @@ func (s *seqState) next(logits []float32, e *Engine) (Token, bool, error) {
 	if p := s.req.Processor; p != nil {
 		if err := p.Process(logits); err != nil {
 			return Token{}, false, err
+		}
+		if s.matcher != nil {
+			s.st.MaskTime, s.st.Masks = s.matcher.MaskTime, s.matcher.Masks
 		}
 		if onlyOne(logits[:e.vocab]) {
 			src = Forced
@@ -579,6 +610,16 @@ func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
 	}
 	ids := e.tok.Encode(string(text), false)
 	ids = ids[:max(0, len(ids)-1)]
+	// The tokens must spell the forced text's start exactly: a tokenizer that adds a
+	// prefix space (SentencePiece's dummy prefix) or normalizes the text would append
+	// something else, so such a jump is not made and the tokens are sampled instead.
+	var spelled []byte
+	for _, id := range ids {
+		spelled = append(spelled, e.tok.TokenBytes(id)...)
+	}
+	if !bytes.HasPrefix(text, spelled) {
+		return nil, false, nil
+	}
 	var out []Token
 	for _, id := range ids {
 		if s.gen >= s.req.MaxTokens {

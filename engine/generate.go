@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tokenwise/tokenwise/engine/sched"
+	"github.com/tokenwise/tokenwise/grammar"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -35,8 +36,12 @@ type Options struct {
 	// OnText receives the text as it is produced, in whole UTF-8 pieces that
 	// concatenate to Result.Text. Returning an error stops generation.
 	OnText func(piece string) error
-	// Processor, if set, masks the logits before each sampling step (a grammar).
+	// Processor, if set, masks the logits before each sampling step.
 	Processor LogitsProcessor
+	// Grammar, if set, constrains the output to a document of it, with jump-forward over
+	// forced text unless NoJumpForward (Request.Grammar).
+	Grammar       *grammar.Table
+	NoJumpForward bool
 	// Proposer, if set, drafts up to MaxDraft tokens (default 4) per step, verified in one
 	// pass (Engine.Step); the output is what it would have been without it.
 	Proposer   Proposer
@@ -77,6 +82,8 @@ type Timing struct {
 	// appended without sampling (jump-forward), each a decode step saved.
 	ForcedTokens int `json:"forced_tokens,omitempty"`
 	JumpedTokens int `json:"jumped_tokens,omitempty"`
+	// MaskMs is the time spent computing grammar masks (Options.Grammar), part of decode.
+	MaskMs float64 `json:"mask_ms,omitempty"`
 }
 
 // TokenLogprobs is one generated token's logprob and its top alternatives.
@@ -145,7 +152,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	defer e.Close() // its cache serves the model's next generation
 	if err := e.Add(Request{ID: 1, Prompt: promptIDs, MaxTokens: maxNew, Sampler: opts.Sampler, Stop: opts.Stop,
 		StopIDs: opts.StopIDs, IgnoreEOS: opts.IgnoreEOS, KeepSpecial: opts.KeepSpecial, Arrival: start,
-		Processor: opts.Processor, Proposer: opts.Proposer, MaxDraft: opts.MaxDraft, FixedDraft: opts.FixedDraft}); err != nil {
+		Processor: opts.Processor, Grammar: opts.Grammar, NoJumpForward: opts.NoJumpForward, Proposer: opts.Proposer, MaxDraft: opts.MaxDraft, FixedDraft: opts.FixedDraft}); err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 
@@ -170,6 +177,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 		t.TTFTMs = ms(st.TTFT)
 		t.DraftedTokens, t.AcceptedDrafts = st.DraftedTokens, st.AcceptedDrafts
 		t.ForcedTokens, t.JumpedTokens = st.ForcedTokens, st.JumpedTokens
+		t.MaskMs = ms(st.MaskTime)
 		if t.PrefillMs > 0 {
 			t.PrefillTokS = float64(len(promptIDs)) / (t.PrefillMs / 1000)
 		}

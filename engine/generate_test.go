@@ -68,7 +68,18 @@ func synthModel(t *testing.T) (*model.Model, *tokenizer.Tokenizer) {
 // tokenizer's 128,256; the rest are padding rows, as Qwen's checkpoints have).
 func synthModelVocab(t *testing.T, vocab int) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
-	src := filepath.Join(refsDir(t), "node_modules", "@lenml", "tokenizer-llama3", "models")
+	cfgJSON := `{"model_type":"llama","vocab_size":` + strconv.Itoa(vocab) + `,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":256,"rms_norm_eps":1e-5,"rope_theta":500000,
+		"tie_word_embeddings":true,"bos_token_id":128000,"eos_token_id":128001}`
+	gen := `{"bos_token_id":128000,"eos_token_id":[128001,128008,128009]}`
+	return synthFrom(t, "llama3", cfgJSON, gen)
+}
+
+// synthFrom writes a random-weight checkpoint of config cfgJSON with the real tokenizer
+// @lenml/tokenizer-NAME into a temporary folder and loads both.
+func synthFrom(t *testing.T, name, cfgJSON, gen string) (*model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
+	src := filepath.Join(refsDir(t), "node_modules", "@lenml", "tokenizer-"+name, "models")
 	if _, err := os.Stat(filepath.Join(src, "tokenizer.json")); err != nil {
 		needRefs(t, src)
 	}
@@ -82,10 +93,6 @@ func synthModelVocab(t *testing.T, vocab int) (*model.Model, *tokenizer.Tokenize
 			t.Fatal(err)
 		}
 	}
-	cfgJSON := `{"model_type":"llama","vocab_size":` + strconv.Itoa(vocab) + `,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
-		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":256,"rms_norm_eps":1e-5,"rope_theta":500000,
-		"tie_word_embeddings":true,"bos_token_id":128000,"eos_token_id":128001}`
-	gen := `{"bos_token_id":128000,"eos_token_id":[128001,128008,128009]}`
 	for f, s := range map[string]string{"config.json": cfgJSON, "generation_config.json": gen} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644); err != nil {
 			t.Fatal(err)

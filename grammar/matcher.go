@@ -155,6 +155,26 @@ func (m *Matcher) advance(text []byte) (parseState, bool) {
 	return parseState{set, complete}, true
 }
 
+// ValidPrefix returns how many of ids, in order, the grammar allows from the current state
+// (the state itself is not changed): a draft is cut there before it is verified.
+func (m *Matcher) ValidPrefix(ids []int) int {
+	st := parseState{m.stacks, m.complete}
+	for i, id := range ids {
+		if id < 0 || id >= len(m.t.v.tokens) || len(m.t.v.tokens[id]) == 0 {
+			return i // end of sequence or a special token: a draft does not go past it
+		}
+		set, complete := m.stacks, m.complete
+		m.stacks, m.complete = st.stacks, st.complete
+		next, ok := m.advance(m.t.v.tokens[id])
+		m.stacks, m.complete = set, complete
+		if !ok {
+			return i
+		}
+		st = next
+	}
+	return len(ids)
+}
+
 // Forced returns the text the grammar forces next: the bytes that are the only possible
 // continuation, up to MaxForced, ending on a whole UTF-8 character. Empty when the next byte
 // is a choice, or the document may end here.

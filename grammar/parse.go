@@ -110,6 +110,12 @@ func (g *Grammar) Accepts(text []byte) bool {
 	return ok && complete
 }
 
+// Prefix reports whether text is a prefix of some document (or one).
+func (g *Grammar) Prefix(text []byte) bool {
+	ok, _ := g.prefix(text)
+	return ok
+}
+
 // prefix reports whether text is a prefix of some document, and whether it is one.
 func (g *Grammar) prefix(text []byte) (ok, complete bool) {
 	set, complete := g.initial()
