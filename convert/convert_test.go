@@ -115,8 +115,9 @@ type synthArch struct {
 // linear and Llama 3 rope scaling, Mistral (llama in GGUF), vocabulary padding.
 func tinyArchs() []synthArch {
 	base := func(mt string) map[string]any {
+		a, _ := model.LookupArch(mt)
 		return map[string]any{
-			"model_type": mt, "architectures": []string{hfArchitectures[mt]},
+			"model_type": mt, "architectures": []string{a.HFClass},
 			"vocab_size": 300, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
 			"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512,
 			"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false, "hidden_act": "silu",
@@ -237,9 +238,12 @@ func checkGGUF(t *testing.T, path string, a synthArch, dt tensor.DType) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _, _ := ggufArch(a.config["model_type"].(string))
-	if arch != want {
-		t.Errorf("general.architecture %q, want %q", arch, want)
+	want, err := model.LookupArch(a.config["model_type"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arch != want.GGUF {
+		t.Errorf("general.architecture %q, want %q", arch, want.GGUF)
 	}
 	if n, err := f.GetUint32(arch + ".block_count"); err != nil || n != 2 {
 		t.Errorf("%s.block_count = %d, %v", arch, n, err)

@@ -92,11 +92,6 @@ type layer interface {
 // loader binds one architecture's layers.
 type loader func(b *binder) []layer
 
-var architectures = map[string]loader{}
-
-// register adds an architecture under its config.json model_type.
-func register(name string, l loader) { architectures[name] = l }
-
 // Load opens a Hugging Face folder (config.json + safetensors) or a .gguf file.
 func Load(path string, opts Options) (*Model, error) {
 	st, err := os.Stat(path)
@@ -135,7 +130,7 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &binder{src: src, names: names, cfg: cfg}
+	b := &binder{src: src, names: names, cfg: cfg, arch: cfg.Arch()}
 	m := &Model{cfg: cfg, ropeInterleaved: interleaved}
 	m.embed = b.matrix(names.global("model.embed_tokens"), cfg.VocabSize, cfg.HiddenSize)
 	m.norm = norm{w: b.vector(names.global("model.norm"), cfg.HiddenSize, false), eps: cfg.RMSNormEps}
@@ -144,7 +139,11 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	} else {
 		m.head = m.embed
 	}
-	m.layers = architectures[cfg.Architecture](b)
+	load := b.arch.blocks
+	if load == nil {
+		load = loadBlocks
+	}
+	m.layers = load(b)
 	if b.err != nil {
 		return nil, b.err
 	}
