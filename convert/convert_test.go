@@ -435,3 +435,46 @@ func TestQ8_0Export(t *testing.T) {
 		t.Errorf("general.file_type %d, want 7 (MOSTLY_Q8_0)", ft)
 	}
 }
+
+// TestConfigAgreesWithModel exports configs that leave tie_word_embeddings out: convert must
+// read them as model does (the architecture's default, untied), and the GGUF must load as the
+// same shape.
+func TestConfigAgreesWithModel(t *testing.T) {
+	for _, a := range tinyArchs() {
+		t.Run(a.name, func(t *testing.T) {
+			delete(a.config, "tie_word_embeddings")
+			tmp := t.TempDir()
+			src, gg := filepath.Join(tmp, "hf"), filepath.Join(tmp, "m.gguf")
+			writeSynth(t, src, a, tensor.F32)
+			if err := HFToGGUF(src, gg, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			want, err := model.ReadConfig(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(gg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, interleaved, err := model.ConfigFromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if interleaved != want.Arch().GGUFPermutesQK || got.Arch().GGUF != want.Arch().GGUF {
+				t.Errorf("GGUF reads as %s (q/k permuted: %v), want a %s graph", got.Architecture, interleaved, want.Arch().GGUF)
+			}
+			type shape struct {
+				vocab, hidden, inter, layers, heads, kv, headDim, maxPos int
+				tied, bias                                               bool
+			}
+			of := func(c *model.Config) shape {
+				return shape{c.VocabSize, c.HiddenSize, c.IntermediateSize, c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim, c.MaxPositions, c.TieEmbeddings, c.AttentionBias}
+			}
+			if of(got) != of(want) || want.TieEmbeddings {
+				t.Errorf("GGUF shape %+v, config.json %+v (untied by default)", of(got), of(want))
+			}
+		})
+	}
+}
