@@ -7,8 +7,10 @@
 // that reads all weights for a single token (memory-bound). Both run the same layer code
 // over a batch of n tokens; each Sequence owns its KV cache.
 //
-// Each architecture is one file (llama.go, qwen2.go, ...) that lists its weights and reads
-// like its block diagram; the building blocks are in layers.go, the kernels in package kernels.
+// The architectures are rows of one table (arch.go): their names in config.json and GGUF and
+// the flags that set them apart. A decoder block is one file that lists its weights and reads
+// like its block diagram (llama.go, shared by all four today); the building blocks are in
+// layers.go, the kernels in package kernels.
 package model
 
 import (
