@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tensor"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -57,21 +58,16 @@ func HFToGGUF(dir, out string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	var cfg hfConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return fmt.Errorf("%s: %w", cfgPath, err)
-	}
-	arch, permute, err := ggufArch(cfg.ModelType)
+	hf, err := model.ParseHFConfig(raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfgPath, err)
 	}
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("%s: %w", cfgPath, err)
-	}
-	rs, err := cfg.ropeScaling()
+	cfg, err := hf.Config()
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfgPath, err)
 	}
+	a := cfg.Arch()
+	arch, permute, rs := a.GGUF, a.GGUFPermutesQK, cfg.RopeScaling
 
 	tokJSON, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
@@ -82,11 +78,11 @@ func HFToGGUF(dir, out string, opts Options) error {
 		return err
 	}
 	ids := tokenizer.GGUFSpecialIDs{BOS: -1, EOS: -1, PAD: -1}
-	if l, err := idList(cfg.BOSTokenID); err == nil && len(l) > 0 {
-		ids.BOS = l[0]
+	if len(cfg.BOS) > 0 {
+		ids.BOS = cfg.BOS[0]
 	}
-	if l, err := idList(cfg.EOSTokenID); err == nil && len(l) > 0 {
-		ids.EOS = l[0]
+	if len(cfg.EOS) > 0 {
+		ids.EOS = cfg.EOS[0]
 	}
 	if gen, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
 		var g struct {
@@ -96,10 +92,10 @@ func HFToGGUF(dir, out string, opts Options) error {
 		if err := json.Unmarshal(gen, &g); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(dir, "generation_config.json"), err)
 		}
-		if l, err := idList(g.BOS); err == nil && len(l) > 0 {
+		if l, err := model.TokenIDs(g.BOS); err == nil && len(l) > 0 {
 			ids.BOS = l[0]
 		}
-		if l, err := idList(g.EOS); err == nil && len(l) > 0 {
+		if l, err := model.TokenIDs(g.EOS); err == nil && len(l) > 0 {
 			ids.EOS = l[0]
 		}
 	}
@@ -128,9 +124,9 @@ func HFToGGUF(dir, out string, opts Options) error {
 		if permute {
 			switch {
 			case strings.HasSuffix(gname, ".attn_q.weight"), strings.HasSuffix(gname, ".attn_q.bias"):
-				t, err = permuteRows(t, cfg.NumAttentionHeads, false)
+				t, err = permuteRows(t, cfg.NumHeads, false)
 			case strings.HasSuffix(gname, ".attn_k.weight"), strings.HasSuffix(gname, ".attn_k.bias"):
-				t, err = permuteRows(t, cfg.NumKeyValueHeads, false)
+				t, err = permuteRows(t, cfg.NumKVHeads, false)
 			}
 			if err != nil {
 				return err
@@ -154,11 +150,11 @@ func HFToGGUF(dir, out string, opts Options) error {
 		t.Name = gname
 		tensors = append(tensors, t)
 	}
-	if rs != nil && rs.RopeType == "llama3" {
+	if rs != nil && rs.Type == "llama3" {
 		f := llama3RopeFactors(rs, cfg.RopeTheta, cfg.HeadDim)
 		tensors = append(tensors, tensor.Info{Name: "rope_freqs.weight", DType: tensor.F32, Shape: []int{len(f)}, Data: tensor.Bytes(f)})
 	}
-	if err := checkTensors(tensors, &cfg); err != nil {
+	if err := checkTensors(tensors, cfg); err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
 	slices.SortStableFunc(tensors, func(a, b tensor.Info) int { return ggufOrder(a.Name) - ggufOrder(b.Name) })
@@ -174,18 +170,14 @@ func HFToGGUF(dir, out string, opts Options) error {
 	if fileType >= 0 {
 		meta = append(meta, kv{"general.file_type", uint32(fileType)})
 	}
-	ctx := cfg.MaxPositions
-	if ctx <= 0 {
-		ctx = 4096
-	}
 	meta = append(meta,
 		kv{arch + ".vocab_size", uint32(cfg.VocabSize)},
-		kv{arch + ".context_length", uint32(ctx)},
+		kv{arch + ".context_length", uint32(cfg.MaxPositions)},
 		kv{arch + ".embedding_length", uint32(cfg.HiddenSize)},
-		kv{arch + ".block_count", uint32(cfg.NumHiddenLayers)},
+		kv{arch + ".block_count", uint32(cfg.NumLayers)},
 		kv{arch + ".feed_forward_length", uint32(cfg.IntermediateSize)},
-		kv{arch + ".attention.head_count", uint32(cfg.NumAttentionHeads)},
-		kv{arch + ".attention.head_count_kv", uint32(cfg.NumKeyValueHeads)},
+		kv{arch + ".attention.head_count", uint32(cfg.NumHeads)},
+		kv{arch + ".attention.head_count_kv", uint32(cfg.NumKVHeads)},
 		kv{arch + ".attention.key_length", uint32(cfg.HeadDim)},
 		kv{arch + ".attention.value_length", uint32(cfg.HeadDim)},
 		kv{arch + ".rope.dimension_count", uint32(cfg.HeadDim)},
@@ -193,13 +185,13 @@ func HFToGGUF(dir, out string, opts Options) error {
 		kv{arch + ".attention.layer_norm_rms_epsilon", float32(cfg.RMSNormEps)},
 	)
 	if rs != nil {
-		if rs.RopeType == "linear" {
+		if rs.Type == "linear" {
 			meta = append(meta, kv{arch + ".rope.scaling.type", "linear"}, kv{arch + ".rope.scaling.factor", float32(rs.Factor)})
 		}
-		meta = append(meta, kv{keyHFRopeScaling, string(cfg.RopeScaling)})
+		meta = append(meta, kv{keyHFRopeScaling, string(hf.RopeScaling)})
 	}
-	if cfg.ModelType != arch {
-		meta = append(meta, kv{keyHFModelType, cfg.ModelType})
+	if cfg.Architecture != arch {
+		meta = append(meta, kv{keyHFModelType, cfg.Architecture})
 	}
 	return writeGGUF(out, meta, tokMeta, tensors)
 }
@@ -253,7 +245,7 @@ func ggufOrder(name string) int {
 
 // checkTensors verifies the tensors llama.cpp will look for are there with the config's shapes,
 // so a wrong checkpoint fails here with a clear message rather than inside llama.cpp.
-func checkTensors(ts []tensor.Info, c *hfConfig) error {
+func checkTensors(ts []tensor.Info, c *model.Config) error {
 	byName := map[string]tensor.Info{}
 	for _, t := range ts {
 		byName[t.Name] = t
@@ -268,19 +260,19 @@ func checkTensors(ts []tensor.Info, c *hfConfig) error {
 		}
 		return nil
 	}
-	q, kvd := c.NumAttentionHeads*c.HeadDim, c.NumKeyValueHeads*c.HeadDim
+	q, kvd := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
 	if err := want("token_embd.weight", c.VocabSize, c.HiddenSize); err != nil {
 		return err
 	}
 	if err := want("output_norm.weight", c.HiddenSize); err != nil {
 		return err
 	}
-	if _, ok := byName["output.weight"]; ok || !c.tied() {
+	if _, ok := byName["output.weight"]; ok || !c.TieEmbeddings {
 		if err := want("output.weight", c.VocabSize, c.HiddenSize); err != nil {
 			return err
 		}
 	}
-	for i := 0; i < c.NumHiddenLayers; i++ {
+	for i := 0; i < c.NumLayers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
 		for _, w := range []struct {
 			name  string

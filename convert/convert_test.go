@@ -115,8 +115,9 @@ type synthArch struct {
 // linear and Llama 3 rope scaling, Mistral (llama in GGUF), vocabulary padding.
 func tinyArchs() []synthArch {
 	base := func(mt string) map[string]any {
+		a, _ := model.LookupArch(mt)
 		return map[string]any{
-			"model_type": mt, "architectures": []string{hfArchitectures[mt]},
+			"model_type": mt, "architectures": []string{a.HFClass},
 			"vocab_size": 300, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
 			"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512,
 			"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": false, "hidden_act": "silu",
@@ -237,9 +238,12 @@ func checkGGUF(t *testing.T, path string, a synthArch, dt tensor.DType) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _, _ := ggufArch(a.config["model_type"].(string))
-	if arch != want {
-		t.Errorf("general.architecture %q, want %q", arch, want)
+	want, err := model.LookupArch(a.config["model_type"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arch != want.GGUF {
+		t.Errorf("general.architecture %q, want %q", arch, want.GGUF)
 	}
 	if n, err := f.GetUint32(arch + ".block_count"); err != nil || n != 2 {
 		t.Errorf("%s.block_count = %d, %v", arch, n, err)
@@ -429,5 +433,48 @@ func TestQ8_0Export(t *testing.T) {
 	}
 	if ft, _ := f.GetUint32("general.file_type"); ft != 7 {
 		t.Errorf("general.file_type %d, want 7 (MOSTLY_Q8_0)", ft)
+	}
+}
+
+// TestConfigAgreesWithModel exports configs that leave tie_word_embeddings out: convert must
+// read them as model does (the architecture's default, untied), and the GGUF must load as the
+// same shape.
+func TestConfigAgreesWithModel(t *testing.T) {
+	for _, a := range tinyArchs() {
+		t.Run(a.name, func(t *testing.T) {
+			delete(a.config, "tie_word_embeddings")
+			tmp := t.TempDir()
+			src, gg := filepath.Join(tmp, "hf"), filepath.Join(tmp, "m.gguf")
+			writeSynth(t, src, a, tensor.F32)
+			if err := HFToGGUF(src, gg, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			want, err := model.ReadConfig(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(gg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, interleaved, err := model.ConfigFromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if interleaved != want.Arch().GGUFPermutesQK || got.Arch().GGUF != want.Arch().GGUF {
+				t.Errorf("GGUF reads as %s (q/k permuted: %v), want a %s graph", got.Architecture, interleaved, want.Arch().GGUF)
+			}
+			type shape struct {
+				vocab, hidden, inter, layers, heads, kv, headDim, maxPos int
+				tied, bias                                               bool
+			}
+			of := func(c *model.Config) shape {
+				return shape{c.VocabSize, c.HiddenSize, c.IntermediateSize, c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim, c.MaxPositions, c.TieEmbeddings, c.AttentionBias}
+			}
+			if of(got) != of(want) || want.TieEmbeddings {
+				t.Errorf("GGUF shape %+v, config.json %+v (untied by default)", of(got), of(want))
+			}
+		})
 	}
 }

@@ -10,17 +10,10 @@ import (
 
 	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/formats/safetensors"
+	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tensor"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
-
-// hfArchitectures is config.json's "architectures" for a model_type.
-var hfArchitectures = map[string]string{
-	"llama":   "LlamaForCausalLM",
-	"mistral": "MistralForCausalLM",
-	"qwen2":   "Qwen2ForCausalLM",
-	"qwen3":   "Qwen3ForCausalLM",
-}
 
 // GGUFToHF converts the GGUF file at path into an HF checkpoint folder outDir (created if
 // needed): config.json, generation_config.json, model.safetensors, tokenizer.json and
@@ -44,14 +37,19 @@ func GGUFToHF(path, outDir string, opts Options) error {
 	if !ok {
 		return fmt.Errorf("%s: general.architecture missing", path)
 	}
-	modelType := arch
+	a, err := model.ArchByGGUF(arch)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	permute := a.GGUFPermutesQK // a property of the GGUF graph, whichever model_type runs on it
 	if mt, ok := m.str(keyHFModelType); ok {
-		modelType = mt
+		if a, err = model.LookupArch(mt); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, keyHFModelType, err)
+		}
+		if a.GGUF != arch {
+			return fmt.Errorf("%s: %s %q does not run on llama.cpp's %q graph", path, keyHFModelType, mt, arch)
+		}
 	}
-	if _, ok := hfArchitectures[modelType]; !ok || (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-		return fmt.Errorf("%s: architecture %q not supported (llama, qwen2, qwen3)", path, arch)
-	}
-	permute := arch == "llama"
 
 	need := func(key string) (int, error) {
 		v, ok := m.uint(arch + "." + key)
@@ -60,9 +58,9 @@ func GGUFToHF(path, outDir string, opts Options) error {
 		}
 		return int(v), nil
 	}
-	var c hfConfig
-	c.ModelType = modelType
-	c.Architectures = []string{hfArchitectures[modelType]}
+	var c model.HFConfig
+	c.ModelType = a.ModelType
+	c.Architectures = []string{a.HFClass}
 	c.HiddenAct = "silu"
 	if c.HiddenSize, err = need("embedding_length"); err != nil {
 		return err
@@ -86,7 +84,7 @@ func GGUFToHF(path, outDir string, opts Options) error {
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
 	}
 	if v, ok := m.uint(arch + ".context_length"); ok {
-		c.MaxPositions = int(v)
+		c.MaxPositionEmbeddings = int(v)
 	}
 	c.RMSNormEps = 1e-5
 	if v, ok := m.float(arch + ".attention.layer_norm_rms_epsilon"); ok {
@@ -122,7 +120,7 @@ func GGUFToHF(path, outDir string, opts Options) error {
 	_, hasOutput := byGG["output.weight"]
 	tied := !hasOutput
 	c.TieWordEmbeddings = &tied
-	if _, ok := byGG["blk.0.attn_q.bias"]; ok && arch == "llama" {
+	if _, ok := byGG["blk.0.attn_q.bias"]; ok && !a.QKVBias {
 		c.AttentionBias = true
 	}
 
@@ -168,7 +166,12 @@ func GGUFToHF(path, outDir string, opts Options) error {
 		ggNames[i] = t
 		ggNames[i].Name = gname
 	}
-	if err := checkTensors(ggNames, &c); err != nil {
+	// The config.json to be written, read back as tokenwise reads it.
+	mc, err := c.Config()
+	if err != nil {
+		return fmt.Errorf("%s: config.json: %w", path, err)
+	}
+	if err := checkTensors(ggNames, mc); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 
@@ -220,7 +223,7 @@ func roundF32(v float64) float64 {
 	return x
 }
 
-func configJSON(c *hfConfig, bos, eos int) ([]byte, error) {
+func configJSON(c *model.HFConfig, bos, eos int) ([]byte, error) {
 	m := map[string]any{
 		"architectures":           c.Architectures,
 		"model_type":              c.ModelType,
@@ -231,7 +234,7 @@ func configJSON(c *hfConfig, bos, eos int) ([]byte, error) {
 		"num_attention_heads":     c.NumAttentionHeads,
 		"num_key_value_heads":     c.NumKeyValueHeads,
 		"head_dim":                c.HeadDim,
-		"max_position_embeddings": c.MaxPositions,
+		"max_position_embeddings": c.MaxPositionEmbeddings,
 		"rms_norm_eps":            c.RMSNormEps,
 		"rope_theta":              c.RopeTheta,
 		"tie_word_embeddings":     *c.TieWordEmbeddings,

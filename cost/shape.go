@@ -11,7 +11,6 @@
 package cost
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,51 +81,34 @@ func FromModelConfig(c *model.Config) *Shape {
 	return &Shape{
 		Name: c.Architecture, Vocab: c.VocabSize, Hidden: c.HiddenSize, Intermediate: c.IntermediateSize,
 		Layers: c.NumLayers, Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
-		TiedEmbeddings: c.TieEmbeddings, AttentionBias: c.AttentionBias, QKNorm: c.Architecture == "qwen3",
+		TiedEmbeddings: c.TieEmbeddings, AttentionBias: c.AttentionBias, QKNorm: c.Arch() != nil && c.Arch().QKNorm,
 		MaxPositions: c.MaxPositions,
 	}
 }
 
-// hfShape is the part of config.json the cost model reads; MoE models spell their expert
-// counts in several ways (Qwen-MoE num_experts, Mixtral num_local_experts, DeepSeek
-// n_routed_experts).
-type hfShape struct {
-	ModelType         string `json:"model_type"`
-	VocabSize         int    `json:"vocab_size"`
-	HiddenSize        int    `json:"hidden_size"`
-	IntermediateSize  int    `json:"intermediate_size"`
-	NumHiddenLayers   int    `json:"num_hidden_layers"`
-	NumAttentionHeads int    `json:"num_attention_heads"`
-	NumKeyValueHeads  int    `json:"num_key_value_heads"`
-	HeadDim           int    `json:"head_dim"`
-	MaxPositions      int    `json:"max_position_embeddings"`
-	TieWordEmbeddings *bool  `json:"tie_word_embeddings"`
-	AttentionBias     bool   `json:"attention_bias"`
-	TorchDType        string `json:"torch_dtype"`
-
-	NumExperts        int `json:"num_experts"`
-	NumLocalExperts   int `json:"num_local_experts"`
-	NRoutedExperts    int `json:"n_routed_experts"`
-	NumExpertsPerTok  int `json:"num_experts_per_tok"`
-	MoEIntermediate   int `json:"moe_intermediate_size"`
-	SharedExpertInter int `json:"shared_expert_intermediate_size"`
-	NSharedExperts    int `json:"n_shared_experts"`
-	FirstKDense       int `json:"first_k_dense_replace"`
-	DecoderSparseStep int `json:"decoder_sparse_step"`
-}
-
-// ParseConfigJSON reads a Hugging Face config.json, dense or MoE.
+// ParseConfigJSON reads a Hugging Face config.json, dense or MoE. Architectures tokenwise runs
+// take their flags and defaults from model's table; a MoE variant (qwen3_moe) takes those of
+// its dense base until the table has a row for it; others have no flags beyond config.json's.
 func ParseConfigJSON(data []byte) (*Shape, error) {
-	var h hfShape
-	if err := json.Unmarshal(data, &h); err != nil {
+	h, err := model.ParseHFConfig(data)
+	if err != nil {
 		return nil, err
+	}
+	a, err := model.LookupArch(h.ModelType)
+	if err != nil {
+		a, err = model.LookupArch(strings.TrimSuffix(h.ModelType, "_moe"))
+	}
+	if err != nil {
+		a = &model.Arch{}
 	}
 	s := &Shape{
 		Name: h.ModelType, Vocab: h.VocabSize, Hidden: h.HiddenSize, Intermediate: h.IntermediateSize,
 		Layers: h.NumHiddenLayers, Heads: h.NumAttentionHeads, KVHeads: h.NumKeyValueHeads, HeadDim: h.HeadDim,
-		MaxPositions: h.MaxPositions, TorchDType: h.TorchDType,
-		AttentionBias: h.AttentionBias || h.ModelType == "qwen2" || h.ModelType == "qwen2_moe",
-		QKNorm:        h.ModelType == "qwen3" || h.ModelType == "qwen3_moe",
+		MaxPositions: h.MaxPositionEmbeddings, TorchDType: h.TorchDType,
+		AttentionBias: h.AttentionBias || a.QKVBias, QKNorm: a.QKNorm, TiedEmbeddings: a.TieEmbeddings,
+	}
+	if h.TieWordEmbeddings != nil {
+		s.TiedEmbeddings = *h.TieWordEmbeddings
 	}
 	if s.KVHeads == 0 {
 		s.KVHeads = s.Heads
@@ -134,20 +116,18 @@ func ParseConfigJSON(data []byte) (*Shape, error) {
 	if s.HeadDim == 0 && s.Heads > 0 {
 		s.HeadDim = s.Hidden / s.Heads
 	}
-	// transformers' PretrainedConfig default is tied.
-	s.TiedEmbeddings = h.TieWordEmbeddings == nil || *h.TieWordEmbeddings
 	s.Experts = max(h.NumExperts, h.NumLocalExperts, h.NRoutedExperts)
 	if s.Experts > 0 {
 		s.ExpertsPerTok = h.NumExpertsPerTok
-		s.MoEIntermediate = h.MoEIntermediate
+		s.MoEIntermediate = h.MoEIntermediateSize
 		if s.MoEIntermediate == 0 { // Mixtral: intermediate_size is the expert width, every layer is MoE
 			s.MoEIntermediate = h.IntermediateSize
 		}
-		s.SharedExpertSize = h.SharedExpertInter
+		s.SharedExpertSize = h.SharedExpertSize
 		if h.NSharedExperts > 0 {
 			s.SharedExpertSize = h.NSharedExperts * s.MoEIntermediate
 		}
-		s.DenseLayers = h.FirstKDense
+		s.DenseLayers = h.FirstKDenseReplace
 		if h.DecoderSparseStep > 1 {
 			return nil, fmt.Errorf("decoder_sparse_step %d: only every-layer MoE is modelled", h.DecoderSparseStep)
 		}

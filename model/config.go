@@ -11,7 +11,7 @@ import (
 // Config is the shape of a decoder-only transformer, read from a Hugging Face config.json or
 // from GGUF metadata. Field names follow config.json.
 type Config struct {
-	Architecture     string // registry key: "llama", "mistral", "qwen2", "qwen3"
+	Architecture     string // Arch.ModelType: "llama", "mistral", "qwen2", "qwen3"
 	VocabSize        int
 	HiddenSize       int
 	IntermediateSize int
@@ -42,30 +42,68 @@ type RopeScaling struct {
 	FreqFactors          []float32
 }
 
-// hfConfig is the subset of config.json that tokenwise reads.
-type hfConfig struct {
-	ModelType          string          `json:"model_type"`
-	Architectures      []string        `json:"architectures"`
-	VocabSize          int             `json:"vocab_size"`
-	HiddenSize         int             `json:"hidden_size"`
-	IntermediateSize   int             `json:"intermediate_size"`
-	NumHiddenLayers    int             `json:"num_hidden_layers"`
-	NumAttentionHeads  int             `json:"num_attention_heads"`
-	NumKeyValueHeads   int             `json:"num_key_value_heads"`
-	HeadDim            int             `json:"head_dim"`
-	MaxPositionEmbeds  int             `json:"max_position_embeddings"`
-	RMSNormEps         float64         `json:"rms_norm_eps"`
-	RopeTheta          float64         `json:"rope_theta"`
-	RopeScaling        json.RawMessage `json:"rope_scaling"`
-	TieWordEmbeddings  *bool           `json:"tie_word_embeddings"`
-	AttentionBias      bool            `json:"attention_bias"`
-	MLPBias            bool            `json:"mlp_bias"`
-	HiddenAct          string          `json:"hidden_act"`
-	SlidingWindow      *int            `json:"sliding_window"`
-	UseSlidingWindow   *bool           `json:"use_sliding_window"`
-	PartialRotaryFactr *float64        `json:"partial_rotary_factor"`
-	BOSTokenID         json.RawMessage `json:"bos_token_id"`
-	EOSTokenID         json.RawMessage `json:"eos_token_id"`
+// HFConfig is a Hugging Face config.json as written, before defaults: the one reader of that
+// file, which model, convert, cost and the CLI share. Config turns it into a shape tokenwise
+// runs; the mixture-of-experts fields are there for the cost model, which can price models
+// tokenwise does not run.
+type HFConfig struct {
+	ModelType             string          `json:"model_type"`
+	Architectures         []string        `json:"architectures,omitempty"`
+	VocabSize             int             `json:"vocab_size"`
+	HiddenSize            int             `json:"hidden_size"`
+	IntermediateSize      int             `json:"intermediate_size"`
+	NumHiddenLayers       int             `json:"num_hidden_layers"`
+	NumAttentionHeads     int             `json:"num_attention_heads"`
+	NumKeyValueHeads      int             `json:"num_key_value_heads"`
+	HeadDim               int             `json:"head_dim,omitempty"`
+	MaxPositionEmbeddings int             `json:"max_position_embeddings"`
+	RMSNormEps            float64         `json:"rms_norm_eps"`
+	RopeTheta             float64         `json:"rope_theta"`
+	RopeScaling           json.RawMessage `json:"rope_scaling"`
+	TieWordEmbeddings     *bool           `json:"tie_word_embeddings,omitempty"`
+	AttentionBias         bool            `json:"attention_bias"`
+	MLPBias               bool            `json:"mlp_bias"`
+	HiddenAct             string          `json:"hidden_act,omitempty"`
+	SlidingWindow         *int            `json:"sliding_window,omitempty"`
+	UseSlidingWindow      *bool           `json:"use_sliding_window,omitempty"`
+	PartialRotaryFactor   *float64        `json:"partial_rotary_factor,omitempty"`
+	TorchDType            string          `json:"torch_dtype,omitempty"`
+	BOSTokenID            json.RawMessage `json:"bos_token_id,omitempty"`
+	EOSTokenID            json.RawMessage `json:"eos_token_id,omitempty"`
+	PadTokenID            json.RawMessage `json:"pad_token_id,omitempty"`
+
+	// Mixture of experts, spelled several ways: Qwen-MoE num_experts, Mixtral
+	// num_local_experts, DeepSeek n_routed_experts.
+	NumExperts          int `json:"num_experts,omitempty"`
+	NumLocalExperts     int `json:"num_local_experts,omitempty"`
+	NRoutedExperts      int `json:"n_routed_experts,omitempty"`
+	NumExpertsPerTok    int `json:"num_experts_per_tok,omitempty"`
+	MoEIntermediateSize int `json:"moe_intermediate_size,omitempty"`
+	SharedExpertSize    int `json:"shared_expert_intermediate_size,omitempty"`
+	NSharedExperts      int `json:"n_shared_experts,omitempty"`
+	FirstKDenseReplace  int `json:"first_k_dense_replace,omitempty"`
+	DecoderSparseStep   int `json:"decoder_sparse_step,omitempty"`
+}
+
+// ParseHFConfig decodes config.json bytes; it checks the JSON only (Config checks the shape).
+func ParseHFConfig(data []byte) (*HFConfig, error) {
+	var h HFConfig
+	if err := json.Unmarshal(data, &h); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, fmt.Errorf("%s: %s where config.json wants %v", te.Field, te.Value, te.Type)
+		}
+		return nil, err
+	}
+	return &h, nil
+}
+
+// Arch returns the architecture config.json names: its model_type, else its architectures.
+func (h *HFConfig) Arch() (*Arch, error) {
+	if h.ModelType == "" && len(h.Architectures) > 0 {
+		return ArchByHFClass(h.Architectures[0])
+	}
+	return LookupArch(h.ModelType)
 }
 
 // ReadConfig reads a Hugging Face config.json (or the folder holding one). A
@@ -91,7 +129,7 @@ func ReadConfig(path string) (*Config, error) {
 		if err := json.Unmarshal(data, &g); err != nil {
 			return nil, fmt.Errorf("%s: %w", gen, err)
 		}
-		ids, err := idList(g.EOS)
+		ids, err := TokenIDs(g.EOS)
 		if err != nil {
 			return nil, fmt.Errorf("%s: eos_token_id: %w", gen, err)
 		}
@@ -104,18 +142,23 @@ func ReadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig parses config.json bytes.
+// ParseConfig parses config.json bytes into a shape tokenwise runs.
 func ParseConfig(data []byte) (*Config, error) {
-	var h hfConfig
-	if err := json.Unmarshal(data, &h); err != nil {
+	h, err := ParseHFConfig(data)
+	if err != nil {
 		return nil, err
 	}
-	arch, ok := hfModelTypes[h.ModelType]
-	if !ok {
-		return nil, fmt.Errorf("model_type %q (architectures %v): not supported (supported: llama, mistral, qwen2, qwen3)", h.ModelType, h.Architectures)
+	return h.Config()
+}
+
+// Config fills in the defaults of h's architecture and checks that tokenwise runs the result.
+func (h *HFConfig) Config() (*Config, error) {
+	a, err := h.Arch()
+	if err != nil {
+		return nil, err
 	}
 	c := &Config{
-		Architecture:     arch,
+		Architecture:     a.ModelType,
 		VocabSize:        h.VocabSize,
 		HiddenSize:       h.HiddenSize,
 		IntermediateSize: h.IntermediateSize,
@@ -123,10 +166,14 @@ func ParseConfig(data []byte) (*Config, error) {
 		NumHeads:         h.NumAttentionHeads,
 		NumKVHeads:       h.NumKeyValueHeads,
 		HeadDim:          h.HeadDim,
-		MaxPositions:     h.MaxPositionEmbeds,
+		MaxPositions:     h.MaxPositionEmbeddings,
 		RMSNormEps:       h.RMSNormEps,
 		RopeTheta:        h.RopeTheta,
-		AttentionBias:    h.AttentionBias || arch == "qwen2", // Qwen2 always has q/k/v bias
+		AttentionBias:    h.AttentionBias || a.QKVBias,
+		TieEmbeddings:    a.TieEmbeddings,
+	}
+	if h.TieWordEmbeddings != nil {
+		c.TieEmbeddings = *h.TieWordEmbeddings
 	}
 	if c.NumKVHeads == 0 {
 		c.NumKVHeads = c.NumHeads
@@ -140,23 +187,21 @@ func ParseConfig(data []byte) (*Config, error) {
 	if c.RMSNormEps == 0 {
 		c.RMSNormEps = 1e-6
 	}
-	// transformers' PretrainedConfig default is tied.
-	c.TieEmbeddings = h.TieWordEmbeddings == nil || *h.TieWordEmbeddings
 	if h.HiddenAct != "" && h.HiddenAct != "silu" {
 		return nil, fmt.Errorf("hidden_act %q: not supported (only silu)", h.HiddenAct)
 	}
 	if h.MLPBias {
 		return nil, errors.New("mlp_bias: not supported")
 	}
-	if h.PartialRotaryFactr != nil && *h.PartialRotaryFactr != 1 {
-		return nil, fmt.Errorf("partial_rotary_factor %g: not supported", *h.PartialRotaryFactr)
+	if h.PartialRotaryFactor != nil && *h.PartialRotaryFactor != 1 {
+		return nil, fmt.Errorf("partial_rotary_factor %g: not supported", *h.PartialRotaryFactor)
 	}
 	if h.SlidingWindow != nil && *h.SlidingWindow > 0 {
 		switch {
-		case arch == "mistral":
+		case a.SlidingWindow:
 			c.SlidingWindow = *h.SlidingWindow
 		case h.UseSlidingWindow != nil && *h.UseSlidingWindow:
-			return nil, fmt.Errorf("use_sliding_window with sliding_window %d: not supported for %s", *h.SlidingWindow, arch)
+			return nil, fmt.Errorf("use_sliding_window with sliding_window %d: not supported for %s", *h.SlidingWindow, a.ModelType)
 		}
 	}
 	if len(h.RopeScaling) > 0 && string(h.RopeScaling) != "null" {
@@ -166,18 +211,14 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 		c.RopeScaling = rs
 	}
-	var err error
-	if c.BOS, err = idList(h.BOSTokenID); err != nil {
+	if c.BOS, err = TokenIDs(h.BOSTokenID); err != nil {
 		return nil, fmt.Errorf("bos_token_id: %w", err)
 	}
-	if c.EOS, err = idList(h.EOSTokenID); err != nil {
+	if c.EOS, err = TokenIDs(h.EOSTokenID); err != nil {
 		return nil, fmt.Errorf("eos_token_id: %w", err)
 	}
 	return c, c.Validate()
 }
-
-// hfModelTypes maps config.json's model_type to the registry key.
-var hfModelTypes = map[string]string{"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3"}
 
 func parseRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 	var r struct {
@@ -213,8 +254,8 @@ func parseRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 	return rs, nil
 }
 
-// idList reads a token id field that config files write as null, a number or a list.
-func idList(raw json.RawMessage) ([]int, error) {
+// TokenIDs reads a token id field that config files write as null, a number or a list.
+func TokenIDs(raw json.RawMessage) ([]int, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -258,8 +299,8 @@ func (c *Config) Validate() error {
 	if c.HeadDim%2 != 0 {
 		return fmt.Errorf("head_dim %d: rotary embeddings need an even head size", c.HeadDim)
 	}
-	if _, ok := architectures[c.Architecture]; !ok {
-		return fmt.Errorf("architecture %q: not supported", c.Architecture)
+	if _, err := LookupArch(c.Architecture); err != nil {
+		return err
 	}
 	return nil
 }

@@ -7,19 +7,6 @@ import (
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
-// ggufArchitectures maps general.architecture to the registry key and says whether the
-// file's Q/K rows were permuted for llama.cpp's interleaved RoPE. convert_hf_to_gguf.py
-// permutes them for the llama architecture only (Mistral is written as "llama"); Qwen2 and
-// Qwen3 keep Hugging Face's order and llama.cpp rotates them in NEOX (rotate_half) style.
-var ggufArchitectures = map[string]struct {
-	arch        string
-	interleaved bool
-}{
-	"llama": {"llama", true},
-	"qwen2": {"qwen2", false},
-	"qwen3": {"qwen3", false},
-}
-
 func loadGGUF(path string, opts Options) (*Model, error) {
 	open := gguf.OpenResident
 	if opts.Mmap {
@@ -46,20 +33,20 @@ func loadGGUF(path string, opts Options) (*Model, error) {
 
 // ConfigFromGGUF reads the model shape from GGUF metadata (the keys llama.cpp's converter
 // writes: llama.embedding_length, qwen3.attention.head_count_kv, ...). interleaved reports
-// whether Q/K rows are in llama.cpp's permuted order (llama architecture).
+// whether Q/K rows are in llama.cpp's permuted order (Arch.GGUFPermutesQK).
 func ConfigFromGGUF(f *gguf.File) (cfg *Config, interleaved bool, err error) {
 	m := ggufMeta{f: f}
 	name := m.str("general.architecture", "")
-	a, ok := ggufArchitectures[name]
-	if !ok {
+	a, err := ArchByGGUF(name)
+	if err != nil {
 		if m.err != nil {
 			return nil, false, m.err
 		}
-		return nil, false, fmt.Errorf("general.architecture %q: not supported (llama, qwen2, qwen3)", name)
+		return nil, false, err
 	}
 	p := name + "."
 	c := &Config{
-		Architecture:     a.arch,
+		Architecture:     a.ModelType,
 		HiddenSize:       m.int(p+"embedding_length", -1),
 		IntermediateSize: m.int(p+"feed_forward_length", -1),
 		NumLayers:        m.int(p+"block_count", -1),
@@ -67,7 +54,7 @@ func ConfigFromGGUF(f *gguf.File) (cfg *Config, interleaved bool, err error) {
 		MaxPositions:     m.int(p+"context_length", -1),
 		RMSNormEps:       m.float(p+"attention.layer_norm_rms_epsilon", -1),
 		RopeTheta:        m.float(p+"rope.freq_base", 10000),
-		AttentionBias:    a.arch == "qwen2",
+		AttentionBias:    a.QKVBias,
 	}
 	c.NumKVHeads = m.int(p+"attention.head_count_kv", c.NumHeads)
 	if c.NumHeads > 0 {
@@ -86,7 +73,7 @@ func ConfigFromGGUF(f *gguf.File) (cfg *Config, interleaved bool, err error) {
 	}
 	_, hasOutput := f.Tensor("output.weight")
 	c.TieEmbeddings = !hasOutput
-	if _, ok := f.Tensor("blk.0.attn_q.bias"); ok && a.arch == "llama" {
+	if _, ok := f.Tensor("blk.0.attn_q.bias"); ok {
 		c.AttentionBias = true
 	}
 	switch t := m.str(p+"rope.scaling.type", "none"); t {
@@ -126,7 +113,7 @@ func ConfigFromGGUF(f *gguf.File) (cfg *Config, interleaved bool, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, false, fmt.Errorf("GGUF metadata: %w", err)
 	}
-	return c, a.interleaved, nil
+	return c, a.GGUFPermutesQK, nil
 }
 
 // ggufMeta reads metadata with defaults for absent keys, keeping the first error.

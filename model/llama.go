@@ -2,23 +2,23 @@ package model
 
 import "github.com/tokenwise/tokenwise/kernels"
 
-// Llama 2 / 3 / 3.x: pre-norm decoder blocks with RMSNorm, rotary attention with grouped
-// KV heads, and a SwiGLU MLP. Mistral, Qwen2 and Qwen3 are variations of it.
-func init() { register("llama", loadLlama) }
-
-type llamaLayer struct {
+// Llama's decoder block, which every architecture in archs uses: pre-norm with RMSNorm,
+// rotary attention with grouped KV heads, and a SwiGLU MLP. The others differ only in their
+// Arch flags: q/k/v biases (Qwen2), per-head q/k norms before RoPE (Qwen3), a sliding window
+// (Mistral, applied in attention).
+type block struct {
 	attnNorm norm
 	attn     attention
 	mlpNorm  norm
 	mlp      mlp
 }
 
-func loadLlama(b *binder) []layer {
+func loadBlocks(b *binder) []layer {
 	layers := make([]layer, b.cfg.NumLayers)
 	for i := range layers {
-		layers[i] = &llamaLayer{
+		layers[i] = &block{
 			attnNorm: b.norm(i, "input_layernorm"),
-			attn:     b.attention(i, b.cfg.AttentionBias, false),
+			attn:     b.attention(i, b.cfg.AttentionBias || b.arch.QKVBias, b.arch.QKNorm),
 			mlpNorm:  b.norm(i, "post_attention_layernorm"),
 			mlp:      b.mlp(i),
 		}
@@ -27,11 +27,11 @@ func loadLlama(b *binder) []layer {
 }
 
 // forward: x += attention(norm(x)); x += mlp(norm(x)).
-func (l *llamaLayer) forward(r *run, i int) {
+func (l *block) forward(r *run, i int) {
 	h := r.norm(l.attnNorm, r.x)
 	kernels.Add(r.x, l.attn.forward(r, i, h))
 	h = r.norm(l.mlpNorm, r.x)
 	kernels.Add(r.x, l.mlp.forward(r, h))
 }
 
-func (l *llamaLayer) linears() []linear { return append(l.attn.linears(), l.mlp.linears()...) }
+func (l *block) linears() []linear { return append(l.attn.linears(), l.mlp.linears()...) }

@@ -7,8 +7,10 @@
 // that reads all weights for a single token (memory-bound). Both run the same layer code
 // over a batch of n tokens; each Sequence owns its KV cache.
 //
-// Each architecture is one file (llama.go, qwen2.go, ...) that lists its weights and reads
-// like its block diagram; the building blocks are in layers.go, the kernels in package kernels.
+// The architectures are rows of one table (arch.go): their names in config.json and GGUF and
+// the flags that set them apart. A decoder block is one file that lists its weights and reads
+// like its block diagram (llama.go, shared by all four today); the building blocks are in
+// layers.go, the kernels in package kernels.
 package model
 
 import (
@@ -92,11 +94,6 @@ type layer interface {
 // loader binds one architecture's layers.
 type loader func(b *binder) []layer
 
-var architectures = map[string]loader{}
-
-// register adds an architecture under its config.json model_type.
-func register(name string, l loader) { architectures[name] = l }
-
 // Load opens a Hugging Face folder (config.json + safetensors) or a .gguf file.
 func Load(path string, opts Options) (*Model, error) {
 	st, err := os.Stat(path)
@@ -135,7 +132,7 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &binder{src: src, names: names, cfg: cfg}
+	b := &binder{src: src, names: names, cfg: cfg, arch: cfg.Arch()}
 	m := &Model{cfg: cfg, ropeInterleaved: interleaved}
 	m.embed = b.matrix(names.global("model.embed_tokens"), cfg.VocabSize, cfg.HiddenSize)
 	m.norm = norm{w: b.vector(names.global("model.norm"), cfg.HiddenSize, false), eps: cfg.RMSNormEps}
@@ -144,7 +141,11 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	} else {
 		m.head = m.embed
 	}
-	m.layers = architectures[cfg.Architecture](b)
+	load := b.arch.blocks
+	if load == nil {
+		load = loadBlocks
+	}
+	m.layers = load(b)
 	if b.err != nil {
 		return nil, b.err
 	}

@@ -6,7 +6,7 @@ import (
 
 // The one forward pass. Every caller — a Sequence's Prefill and Decode, the server's
 // batched steps over a PagedCache, calibration — builds a list of chunks and calls
-// Model.pass, which runs the architecture's layers (llama.go, qwen3.go, ...) over all the
+// Model.pass, which runs the architecture's layers (llama.go) over all the
 // chunks' tokens at once, then Model.logits for the positions that asked for them.
 //
 // A chunk is one sequence's part of a pass: tokens at consecutive positions, and a kvView

@@ -102,7 +102,7 @@ func NewRandom(cfg *Config, seed uint64, dt tensor.DType) (*Random, error) {
 			add(p+"self_attn.k_proj.bias", []int{kv}, 0, 0.1)
 			add(p+"self_attn.v_proj.bias", []int{kv}, 0, 0.1)
 		}
-		if c.Architecture == "qwen3" {
+		if c.Arch().QKNorm {
 			add(p+"self_attn.q_norm.weight", []int{c.HeadDim}, 1, 0.1)
 			add(p+"self_attn.k_norm.weight", []int{c.HeadDim}, 1, 0.1)
 		}

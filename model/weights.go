@@ -58,6 +58,7 @@ type binder struct {
 	src   source
 	names naming
 	cfg   *Config
+	arch  *Arch
 	err   error
 }
 

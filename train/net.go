@@ -44,12 +44,12 @@ type Net struct {
 	freqs []float64
 }
 
-// supported reports whether the trainer implements cfg's architecture.
+// supported reports whether the trainer implements cfg's architecture: Llama's block with
+// the flags of model.Arch (q/k/v biases, q/k norms, a sliding window), which is every row of
+// the table today.
 func supported(cfg *model.Config) error {
-	switch cfg.Architecture {
-	case "llama", "mistral", "qwen2", "qwen3":
-	default:
-		return fmt.Errorf("architecture %q: the trainer supports llama, mistral, qwen2 and qwen3", cfg.Architecture)
+	if _, err := model.LookupArch(cfg.Architecture); err != nil {
+		return fmt.Errorf("the trainer: %w", err)
 	}
 	return cfg.Validate()
 }
@@ -79,7 +79,7 @@ func layout(cfg *model.Config) ([]Spec, int) {
 			add(p+"self_attn.k_proj.bias", false, kvd)
 			add(p+"self_attn.v_proj.bias", false, kvd)
 		}
-		if cfg.Architecture == "qwen3" {
+		if cfg.Arch().QKNorm {
 			add(p+"self_attn.q_norm.weight", false, cfg.HeadDim)
 			add(p+"self_attn.k_norm.weight", false, cfg.HeadDim)
 		}
@@ -228,16 +228,16 @@ func (n *Net) Save(dir string, dtype tensor.DType, extra map[string][]byte) erro
 
 // ConfigJSON renders cfg as a Hugging Face config.json.
 func ConfigJSON(cfg *model.Config, dtype tensor.DType) ([]byte, error) {
-	arch := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[cfg.Architecture]
-	if arch == "" {
-		return nil, fmt.Errorf("config.json: architecture %q: not supported", cfg.Architecture)
+	arch, err := model.LookupArch(cfg.Architecture)
+	if err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
 	}
 	torchDType := "float32"
 	if dtype == tensor.BF16 {
 		torchDType = "bfloat16"
 	}
 	f := map[string]any{
-		"architectures":           []string{arch},
+		"architectures":           []string{arch.HFClass},
 		"model_type":              cfg.Architecture,
 		"vocab_size":              cfg.VocabSize,
 		"hidden_size":             cfg.HiddenSize,

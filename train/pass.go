@@ -92,7 +92,7 @@ func (a *acts[T]) reset(cfg *model.Config, n int) {
 	for l := range L {
 		a.hA[l], a.rA[l] = grow(a.hA[l], n*d), grow(a.rA[l], n)
 		a.q[l], a.k[l], a.v[l] = grow(a.q[l], n*qd), grow(a.k[l], n*kvd), grow(a.v[l], n*kvd)
-		if cfg.Architecture == "qwen3" {
+		if cfg.Arch().QKNorm {
 			a.qRaw[l], a.kRaw[l] = grow(a.qRaw[l], n*qd), grow(a.kRaw[l], n*kvd)
 			a.rq[l], a.rk[l] = grow(a.rq[l], n*cfg.NumHeads), grow(a.rk[l], n*cfg.NumKVHeads)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tokenwise/tokenwise/formats/gguf"
+	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/specialize"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
@@ -133,17 +134,14 @@ func configShape(tokPath string) (hidden, elemBytes int) {
 	if err != nil {
 		return 0, 0
 	}
-	var c struct {
-		Hidden int    `json:"hidden_size"`
-		DType  string `json:"torch_dtype"`
-	}
-	if json.Unmarshal(raw, &c) != nil || c.Hidden <= 0 {
+	c, err := model.ParseHFConfig(raw)
+	if err != nil || c.HiddenSize <= 0 {
 		return 0, 0
 	}
-	switch c.DType {
+	switch c.TorchDType {
 	case "float32":
-		return c.Hidden, 4
+		return c.HiddenSize, 4
 	default:
-		return c.Hidden, 2
+		return c.HiddenSize, 2
 	}
 }
