@@ -371,6 +371,10 @@ func (e *Engine) Step() (StepReport, error) {
 	chunks := make([]model.Chunk, len(step.Work))
 	for i, w := range step.Work {
 		chunks[i] = model.Chunk{Tokens: w.Tokens, Start: w.Start, Blocks: w.Blocks, Logits: w.Sample}
+		if s := e.seqs[w.Seq]; s != nil {
+			// Its attention then follows its positions, not where the budget cut its prompt.
+			chunks[i].Prompt = len(s.req.Prompt)
+		}
 		if w.Draft > 0 { // the logits after the last known token and after each draft
 			n := len(w.Tokens)
 			for o := n - 1 - w.Draft; o < n; o++ {

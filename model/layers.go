@@ -118,23 +118,27 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 	ctx := r.ctx[:r.n*c.NumHeads*hd]
 	group := c.NumHeads / c.NumKVHeads
 	if f16 {
-		// A chunk of kernels.AttnTile or more tokens is attended in tiles, as llama.cpp
-		// picks its tiled path for a pass of that length; the other tokens one by one.
-		// Deciding by chunk, not by pass, keeps a sequence's arithmetic independent of what
-		// else is batched with it.
+		// Some tokens are attended in tiles (llama.cpp's path for a pass of kernels.AttnTile
+		// or more tokens), the others one by one: attendsTiled decides, per token. A tile is
+		// up to AttnTile consecutive tokens of one chunk that take the tiled path (how
+		// queries are grouped does not change their arithmetic: kernels.AttendTiled).
 		tiles, rest := r.tiles[:0], r.rest[:0]
 		t0 := 0
 		for i := range r.chunks {
 			ch := &r.chunks[i]
 			n := len(ch.tokens)
-			if n >= kernels.AttnTile && kernels.TiledAttnOK(hd) {
-				for j := 0; j < n; j += kernels.AttnTile {
-					tiles = append(tiles, attnTile{t0: t0 + j, n: min(kernels.AttnTile, n-j), pos0: ch.start + j, kv: ch.kv})
-				}
-			} else {
-				for j := range n {
+			for j := 0; j < n; {
+				if !r.attendsTiled(ch, j) {
 					rest = append(rest, t0+j)
+					j++
+					continue
 				}
+				k := j + 1
+				for k < n && k-j < kernels.AttnTile && r.attendsTiled(ch, k) {
+					k++
+				}
+				tiles = append(tiles, attnTile{t0: t0 + j, n: k - j, pos0: ch.start + j, kv: ch.kv})
+				j = k
 			}
 			t0 += n
 		}
@@ -170,6 +174,38 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		}
 	})
 	return r.linear(a.o, ctx, r.attnOut)
+}
+
+// attendsTiled reports whether token j of ch is attended over the f16 cache in tiles
+// (llama.cpp's arithmetic for a pass of kernels.AttnTile or more tokens) rather than on its
+// own (its decode arithmetic).
+//
+// In the batch-invariant mode (kernels.BatchInvariant), for a chunk that knows its
+// sequence's prompt length (Chunk.Prompt), the choice depends on the token's position and
+// that length alone: a prompt token takes the path it would take if the prompt were
+// prefilled alone from position 0 in passes of the model's prefill chunk (prefillChunk, as
+// llama.cpp's ubatches of 512) — tiled where its pass would hold AttnTile tokens or more —
+// and every later token (decoded, forced, drafted, or recomputed after a preemption) is
+// attended on its own, as a decode step attends it. So where the scheduler cuts a prompt
+// (its token budget, less what the step's other sequences take) does not change the
+// sequence's arithmetic: its logits are the same bits alone or batched, and serve's equal
+// generate's.
+//
+// Otherwise the chunk decides, as llama.cpp decides by pass: all its tokens are tiled when
+// it holds AttnTile or more.
+func (r *run) attendsTiled(ch *passChunk, j int) bool {
+	if !kernels.TiledAttnOK(r.m.cfg.HeadDim) {
+		return false
+	}
+	if ch.prompt <= 0 || !kernels.BatchInvariant() {
+		return len(ch.tokens) >= kernels.AttnTile
+	}
+	p := ch.start + j
+	if p >= ch.prompt {
+		return false
+	}
+	c := r.m.chunk
+	return min(c, ch.prompt-p/c*c) >= kernels.AttnTile
 }
 
 // position applies the optional per-head norm, then RoPE, to one head vector in place.

@@ -100,6 +100,11 @@ type Chunk struct {
 	// speculative step and the one before them.
 	Logits   bool
 	LogitsAt []int
+	// Prompt is the length of the sequence's prompt (0: not given). With it, in the
+	// batch-invariant mode (kernels.BatchInvariant), how each token's attention is computed
+	// over an f16 cache depends on its position and Prompt alone, not on how the sequence's
+	// tokens were cut into chunks nor on what else the pass holds (see attendsTiled).
+	Prompt int
 }
 
 // Forward runs one batched pass and returns, for each chunk, the logits it asked for:
@@ -148,7 +153,7 @@ func (c *PagedCache) Forward(chunks []Chunk) ([][]float32, error) {
 	c.chunks = c.chunks[:0]
 	for _, ch := range chunks {
 		c.chunks = append(c.chunks, passChunk{tokens: ch.Tokens, start: ch.Start,
-			kv: kvView{store: &c.kv, blocks: ch.Blocks, bs: c.blockSize}, at: ch.LogitsAt, last: ch.Logits})
+			kv: kvView{store: &c.kv, blocks: ch.Blocks, bs: c.blockSize}, at: ch.LogitsAt, last: ch.Logits, prompt: ch.Prompt})
 	}
 	r := &c.run
 	m.pass(r, c.chunks)

@@ -50,6 +50,7 @@ type passChunk struct {
 	kv     kvView
 	at     []int
 	last   bool
+	prompt int // the sequence's prompt length, or 0 (Chunk.Prompt)
 }
 
 // logitRows calls f with the offset of each token of ch whose logits the pass computes.
