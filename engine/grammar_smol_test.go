@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/formats/gguf"
+	"github.com/tokenwise/tokenwise/grammar"
+	"github.com/tokenwise/tokenwise/internal/testref"
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/tensor"
+	"github.com/tokenwise/tokenwise/tokenizer"
+)
+
+func loadSmolLM2(t *testing.T) (*model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
+	path := testref.Path(t, "smollm2", "smollm2-135m-instruct-q4_1.gguf")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.FromGGUF(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(path, model.Options{Threads: 2, KVCache: tensor.F16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, tok
+}
+
+// smolJSONTasks are extraction prompts with a schema each, for the real-model tests.
+var smolJSONTasks = []struct{ prompt, schema string }{
+	{"Extract the person as JSON with keys name and age: Ann Smith is 34 years old.",
+		`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false}`},
+	{"Return JSON with keys city and country for: I live in Lyon, France.",
+		`{"type":"object","properties":{"city":{"type":"string"},"country":{"type":"string"}},"required":["city","country"],"additionalProperties":false}`},
+	{"Classify the sentiment of 'I love this phone' as JSON with key sentiment (positive or negative).",
+		`{"type":"object","properties":{"sentiment":{"enum":["positive","negative"]}},"required":["sentiment"],"additionalProperties":false}`},
+	{"Give the receipt as JSON with keys store and total: Bought bread at Lidl for 3.50.",
+		`{"type":"object","properties":{"store":{"type":"string"},"total":{"type":"number"}},"required":["store","total"],"additionalProperties":false}`},
+	{"Answer in JSON with keys answer and confidence: What is the capital of Italy?",
+		`{"type":"object","properties":{"answer":{"type":"string"},"confidence":{"type":"number"}},"required":["answer","confidence"],"additionalProperties":false}`},
+}
+
+// TestSmolLM2GrammarKeepsText: on the real SmolLM2-135M-Instruct, greedy, structured
+// output changes nothing it does not have to — with jump-forward on and off the text is the
+// same, and where the unconstrained answer already is a document of the schema the
+// constrained one is that answer; jump-forward saves decode steps.
+func TestSmolLM2GrammarKeepsText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real model")
+	}
+	m, tok := loadSmolLM2(t)
+	tmpl, err := TokenizerTemplate(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := NewGrammars(tok, 0)
+	conforming := 0
+	for _, task := range smolJSONTasks[:3] {
+		ids, _, err := tmpl.ChatPrompt(tok, []Message{{Role: "user", Content: task.prompt}}, ChatOptions{AddGenerationPrompt: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		free, err := Generate(context.Background(), m, tok, ids, Options{MaxTokens: 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ws := range []grammar.Whitespace{grammar.Compact, grammar.Pretty} {
+			tab, err := gs.Compile(grammar.Spec{JSONSchema: []byte(task.schema)}, grammar.Options{Whitespace: ws})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jump, err := Generate(context.Background(), m, tok, ids, Options{MaxTokens: 40, Grammar: tab})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := Generate(context.Background(), m, tok, ids, Options{MaxTokens: 40, Grammar: tab, NoJumpForward: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jump.Text != plain.Text {
+				t.Errorf("%q (whitespace %d): jump-forward %q, without %q", task.prompt, ws, jump.Text, plain.Text)
+			}
+			if !tab.Grammar().Accepts([]byte(jump.Text)) || jump.FinishReason != FinishStop {
+				t.Errorf("%q: %q (%s) is not a whole document", task.prompt, jump.Text, jump.FinishReason)
+			}
+			if jump.Timing.JumpedTokens == 0 || jump.Timing.DecodeSteps >= plain.Timing.DecodeSteps {
+				t.Errorf("%q: jump-forward appended %d tokens, %d decode steps against %d", task.prompt,
+					jump.Timing.JumpedTokens, jump.Timing.DecodeSteps, plain.Timing.DecodeSteps)
+			}
+			if tab.Grammar().Accepts([]byte(free.Text)) {
+				conforming++
+				if plain.Text != free.Text {
+					t.Errorf("%q: unconstrained %q conforms, constrained %q", task.prompt, free.Text, plain.Text)
+				}
+			}
+			t.Logf("whitespace %d: %q: %d tokens, %d jumped, decode steps %d (%d without jump-forward)", ws, jump.Text,
+				len(jump.IDs), jump.Timing.JumpedTokens, jump.Timing.DecodeSteps, plain.Timing.DecodeSteps)
+		}
+	}
+	if conforming == 0 {
+		t.Error("no unconstrained answer conforms: the no-distortion check checked nothing")
+	}
+}
