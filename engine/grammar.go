@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ type Grammars struct {
 	vocab *grammar.Vocab
 
 	mu    sync.Mutex
-	cache map[[32]byte]*grammar.Table
+	cache map[[32]byte]*compiled
 	order [][32]byte // oldest first, for the bound
 	max   int
 
@@ -33,7 +34,7 @@ func NewGrammars(tok *tokenizer.Tokenizer, max int) *Grammars {
 	if max <= 0 {
 		max = 256
 	}
-	return &Grammars{tok: tok, cache: map[[32]byte]*grammar.Table{}, max: max}
+	return &Grammars{tok: tok, cache: map[[32]byte]*compiled{}, max: max}
 }
 
 // Vocab is the tokenizer's vocabulary as grammars see it: each token's bytes, none for
@@ -51,40 +52,54 @@ func (g *Grammars) Vocab() *grammar.Vocab {
 	return g.vocab
 }
 
-// Compile returns the table of spec under o, compiling it unless cached. Errors are the
-// spec's (grammar.SchemaError, grammar.ErrBudget, a vocabulary that cannot spell it).
+// Compile returns the table of spec under o, compiling it unless cached; concurrent calls
+// for one spec compile it once. Errors are the spec's (grammar.SchemaError,
+// grammar.ErrBudget, a vocabulary that cannot spell it) and are not cached.
 func (g *Grammars) Compile(spec grammar.Spec, o grammar.Options) (*grammar.Table, error) {
 	key := specKey(spec, o)
 	g.mu.Lock()
-	t, ok := g.cache[key]
+	e, ok := g.cache[key]
+	if !ok {
+		e = &compiled{done: make(chan struct{})}
+		if len(g.order) >= g.max {
+			delete(g.cache, g.order[0])
+			g.order = g.order[1:]
+		}
+		g.cache[key] = e
+		g.order = append(g.order, key)
+	}
 	g.mu.Unlock()
 	if ok {
-		return t, nil
+		<-e.done
+		return e.t, e.err
 	}
 	start := time.Now()
 	gr, err := grammar.Compile(spec, o)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		e.t, err = grammar.NewTable(gr, g.Vocab())
 	}
-	t, err = grammar.NewTable(gr, g.Vocab())
+	e.err = err
+	close(e.done)
 	if err != nil {
+		g.mu.Lock()
+		if g.cache[key] == e {
+			delete(g.cache, key)
+			g.order = slices.DeleteFunc(g.order, func(k [32]byte) bool { return k == key })
+		}
+		g.mu.Unlock()
 		return nil, err
 	}
 	if g.OnCompile != nil {
 		g.OnCompile(time.Since(start))
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if old, ok := g.cache[key]; ok {
-		return old, nil
-	}
-	if len(g.order) >= g.max {
-		delete(g.cache, g.order[0])
-		g.order = g.order[1:]
-	}
-	g.cache[key] = t
-	g.order = append(g.order, key)
-	return t, nil
+	return e.t, nil
+}
+
+// compiled is a cache entry: done is closed once t or err is set.
+type compiled struct {
+	done chan struct{}
+	t    *grammar.Table
+	err  error
 }
 
 func specKey(spec grammar.Spec, o grammar.Options) [32]byte {

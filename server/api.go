@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/grammar"
 )
 
 // apiError is an error with the HTTP status and OpenAI error type it answers with.
@@ -69,6 +70,22 @@ type samplingFields struct {
 	StreamOptions    *streamOptions  `json:"stream_options"`
 	IgnoreEOS        bool            `json:"ignore_eos"` // vLLM's extra parameter, for benchmarks
 	Speculate        *bool           `json:"speculate"`  // tokenwise's: false turns the server's drafting off for this request
+	ResponseFormat   *responseFormat `json:"response_format"`
+}
+
+// responseFormat is OpenAI's response_format: text, json_object or json_schema. Whitespace
+// is tokenwise's: where the JSON may have whitespace (compact, the default; spaced; pretty).
+type responseFormat struct {
+	Type       string            `json:"type"`
+	JSONSchema *jsonSchemaFormat `json:"json_schema"`
+	Whitespace string            `json:"whitespace"`
+}
+
+type jsonSchemaFormat struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict"`
 }
 
 // completionRequest is POST /v1/completions.
@@ -105,7 +122,8 @@ type genParams struct {
 	ignoreEOS   bool
 	logprobs    bool
 	topLogprobs int
-	speculate   bool // draft with the server's proposers (Config.Speculate)
+	speculate   bool           // draft with the server's proposers (Config.Speculate)
+	grammar     *grammar.Table // response_format's, compiled (nil: free text)
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
@@ -282,7 +300,9 @@ type Usage struct {
 	// With speculation: tokens drafted for verification and those kept.
 	DraftedTokens  int `json:"drafted_tokens,omitempty"`
 	AcceptedDrafts int `json:"accepted_drafts,omitempty"`
-	// With a grammar: tokens it forced, and those appended without a decode step of their own.
+	// With response_format json_object or json_schema: output tokens the grammar forced, and
+	// those of them appended by jump-forward without a decode step of their own (each one a
+	// decode step saved).
 	ForcedTokens int `json:"forced_tokens,omitempty"`
 	JumpedTokens int `json:"jumped_tokens,omitempty"`
 }

@@ -22,7 +22,7 @@ import (
 // that sets one (to anything but null) is refused rather than served as if it were absent.
 var unsupportedFields = map[string]bool{
 	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "functions": true, "function_call": true,
-	"logit_bias": true, "response_format": true, "best_of": true, "audio": true, "modalities": true,
+	"logit_bias": true, "best_of": true, "audio": true, "modalities": true,
 	"prediction": true, "web_search_options": true, "reasoning_effort": true, "verbosity": true,
 	"service_tier": true, "store": true, "metadata": true, "prompt_cache_key": true, "safety_identifier": true,
 	// in messages

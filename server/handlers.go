@@ -41,6 +41,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	if p.grammar, aerr = s.responseGrammar(req.ResponseFormat); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	text, ids, aerr := promptInput(req.Prompt)
 	if aerr != nil {
 		writeError(w, aerr)
@@ -81,6 +85,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	p, aerr := req.params(maxName, maxTokens)
 	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if p.grammar, aerr = s.responseGrammar(req.ResponseFormat); aerr != nil {
 		writeError(w, aerr)
 		return
 	}

@@ -24,12 +24,17 @@ type metrics struct {
 	ttft, itl, e2e, queueTime, prefillTime, decodeTime prometheus.Histogram
 	// Speculative decoding, as vLLM's spec_decode_* counters.
 	specDrafts, specDraftTokens, specAccepted prometheus.Counter
+	// Structured output (tokenwise's own): compile time, mask time, forced and jumped tokens.
+	grammarCompile                   prometheus.Histogram
+	grammarMaskSeconds, grammarMasks prometheus.Counter
+	grammarForced, grammarJumped     prometheus.Counter
 }
 
 // Buckets as vLLM's (vllm/v1/metrics/loggers.py).
 var (
 	ttftBuckets    = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
 	itlBuckets     = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	compileBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5}
 	requestBuckets = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
 )
 
@@ -75,6 +80,12 @@ func newMetrics(modelName string) *metrics {
 		specDrafts:      counter("spec_decode_num_drafts_total", "Number of spec decoding drafts (a sequence's drafted tokens verified in one step)."),
 		specDraftTokens: counter("spec_decode_num_draft_tokens_total", "Number of draft tokens."),
 		specAccepted:    counter("spec_decode_num_accepted_tokens_total", "Number of accepted tokens."),
+
+		grammarCompile:     hist("grammar_compile_seconds", "Histogram of response_format grammar compile time (schemas compiled, not those found cached).", compileBuckets),
+		grammarMaskSeconds: counter("grammar_mask_seconds_total", "Time spent computing grammar token masks."),
+		grammarMasks:       counter("grammar_masks_total", "Number of grammar token masks computed."),
+		grammarForced:      counter("grammar_forced_tokens_total", "Output tokens the grammar forced (the only token allowed)."),
+		grammarJumped:      counter("grammar_jump_forward_tokens_total", "Forced tokens appended by jump-forward without a decode step of their own."),
 	}
 }
 

@@ -127,7 +127,7 @@ func (s *Server) beforeStep(step sched.Step) {
 func (s *Server) admit(sub submission) {
 	r := sub.r
 	req := engine.Request{ID: r.id, Prompt: r.prompt, MaxTokens: r.maxTokens, Sampler: r.p.sampler,
-		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival}
+		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival, Grammar: r.p.grammar}
 	if s.cfg.Speculate != nil && r.p.speculate {
 		req.Proposer, req.MaxDraft = s.cfg.Speculate, s.cfg.MaxDraft
 	}
@@ -223,6 +223,12 @@ func (s *Server) deliver(rep engine.StepReport) {
 		s.met.decodeTime.Observe(r.lastToken.Sub(r.firstToken).Seconds())
 		s.met.e2e.Observe(now.Sub(r.arrival).Seconds())
 		s.met.success.Inc()
+		if f.Stats.Masks > 0 {
+			s.met.grammarMaskSeconds.Add(f.Stats.MaskTime.Seconds())
+			s.met.grammarMasks.Add(float64(f.Stats.Masks))
+			s.met.grammarForced.Add(float64(f.Stats.ForcedTokens))
+			s.met.grammarJumped.Add(float64(f.Stats.JumpedTokens))
+		}
 		if s.cfg.DraftIndex != nil {
 			s.cfg.DraftIndex.Add(r.out) // the domain index learns from every finished answer
 		}

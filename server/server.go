@@ -101,6 +101,7 @@ type Server struct {
 	vocab    int
 	maxLen   int
 	eng      *engine.Engine
+	grammars *engine.Grammars // response_format's, compiled once per schema
 	met      *metrics
 	created  int64
 
@@ -180,6 +181,8 @@ func New(cfg Config) (*Server, error) {
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 		reqs: map[sched.SeqID]*genRequest{},
 	}
+	s.grammars = engine.NewGrammars(cfg.Tokenizer, 0)
+	s.grammars.OnCompile = func(d time.Duration) { s.met.grammarCompile.Observe(d.Seconds()) }
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
 	s.roles, s.specials = chatRoles(s.tmpl), newSpecialTexts(cfg.Tokenizer)
 	eng.BeforeStep = s.beforeStep
