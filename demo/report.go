@@ -28,6 +28,15 @@ func (r *Result) rows() []row {
 		{"score accuracy", func(m *ModelResult) string { return pct(m.ScoreAcc) }},
 		{"LM-head share of decode time (cost model)", func(m *ModelResult) string { return pct(m.LMHeadShare) }},
 		{"cost per 1M requests (cost model)", func(m *ModelResult) string { return fmt.Sprintf("$%.2f", 1e6*m.CostPerReq) }},
+		{"with the schema: decode steps (avg)", func(m *ModelResult) string { return fmt.Sprintf("%.1f", m.Schema.DecodeSteps) }},
+		{"with the schema: output tokens forced", func(m *ModelResult) string { return pct(m.Schema.ForcedShare) }},
+		{"with the schema: ... appended by jump-forward", func(m *ModelResult) string { return pct(m.Schema.JumpedShare) }},
+		{"with the schema: wall time (avg ms)", func(m *ModelResult) string {
+			return fmt.Sprintf("%.1f (%.1f)", m.Schema.WallMs, m.Schema.PlainWallMs)
+		}},
+		{"with the schema: valid JSON verdicts", func(m *ModelResult) string { return pct(m.Schema.ValidJSON) }},
+		{"with the schema: same text as without", func(m *ModelResult) string { return pct(m.Schema.SameText) }},
+		{"with the schema: cost per 1M requests", func(m *ModelResult) string { return fmt.Sprintf("$%.2f", 1e6*m.Schema.CostPerReq) }},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tokenwise/tokenwise/cost"
 	"github.com/tokenwise/tokenwise/domain"
 	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/grammar"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/specialize"
 	"github.com/tokenwise/tokenwise/tokenizer"
@@ -82,6 +83,23 @@ type ModelResult struct {
 	VerdictCI [2]float64 `json:"verdict_acc_ci95"`
 	ScoreCI   [2]float64 `json:"score_acc_ci95"`
 	Answers   []Answer   `json:"-"` // per prompt, in order
+	// Schema is the same prompts with structured output: domain.Schema's grammar masks each
+	// step and jump-forward appends the text it forces.
+	Schema SchemaResult `json:"with_schema"`
+}
+
+// SchemaResult is a model's run under domain.Schema.
+type SchemaResult struct {
+	OutputTokens float64 `json:"avg_output_tokens"`
+	DecodeSteps  float64 `json:"avg_decode_steps"`
+	ForcedShare  float64 `json:"forced_share"` // of output tokens, forced by the grammar
+	JumpedShare  float64 `json:"jumped_share"` // of output tokens, appended without a step
+	WallMs       float64 `json:"avg_wall_ms"`  // prefill + decode per request
+	PlainWallMs  float64 `json:"avg_plain_wall_ms"`
+	ValidJSON    float64 `json:"valid_json"`
+	VerdictAcc   float64 `json:"verdict_acc"`
+	SameText     float64 `json:"same_text"`    // fraction of answers identical to the plain run's
+	CostPerReq   float64 `json:"cost_per_req"` // the cost model at this shape
 }
 
 // Answer is one model's completion of one held-out prompt, scored.
@@ -154,14 +172,35 @@ func Evaluate(ctx context.Context, name, dir string, exs []domain.Example, p *co
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r := &ModelResult{Name: name, Dir: dir, VocabRows: m.Config().VocabSize, Prompts: len(exs)}
+	schema, err := engine.NewGrammars(tok, 1).Compile(grammar.Spec{JSONSchema: []byte(domain.Schema)}, grammar.Options{Whitespace: grammar.Spaced})
+	if err != nil {
+		return nil, fmt.Errorf("%s: domain schema: %w", name, err)
+	}
 	var promptToks, outToks, steps int
 	var prefill, decode float64
+	var sc struct {
+		out, steps, forced, jumped, valid, verdict, same int
+		wall                                             float64
+	}
 	for i, ex := range exs {
 		ids := tok.Encode(train.ChatPrompt(ex.Prompt), false)
 		res, err := engine.Generate(ctx, m, tok, ids, engine.Options{MaxTokens: o.MaxTokens})
 		if err != nil {
 			return nil, fmt.Errorf("%s: prompt %d: %w", name, i, err)
 		}
+		sres, err := engine.Generate(ctx, m, tok, ids, engine.Options{MaxTokens: o.MaxTokens, Grammar: schema})
+		if err != nil {
+			return nil, fmt.Errorf("%s: prompt %d with the schema: %w", name, i, err)
+		}
+		sc.out += sres.Usage.CompletionTokens
+		sc.steps += sres.Timing.DecodeSteps
+		sc.forced += sres.Timing.ForcedTokens
+		sc.jumped += sres.Timing.JumpedTokens
+		sc.wall += sres.Timing.PrefillMs + sres.Timing.DecodeMs
+		sa := grade(sres.Text, ex)
+		sc.valid += btoi(sa.Valid)
+		sc.verdict += btoi(sa.Verdict)
+		sc.same += btoi(sres.Text == res.Text)
 		promptToks += len(ids)
 		outToks += res.Usage.CompletionTokens
 		steps += res.Timing.DecodeSteps
@@ -179,6 +218,16 @@ func Evaluate(ctx context.Context, name, dir string, exs []domain.Example, p *co
 	r.ValidJSON, r.VerdictAcc, r.ScoreAcc = float64(valid)/n, float64(verdict)/n, float64(score)/n
 	r.VerdictCI, r.ScoreCI = wilson(verdict, len(exs)), wilson(score, len(exs))
 	if err := r.costModel(m.Config(), p, o); err != nil {
+		return nil, fmt.Errorf("%s: cost model: %w", name, err)
+	}
+	r.Schema = SchemaResult{OutputTokens: float64(sc.out) / n, DecodeSteps: float64(sc.steps) / n,
+		ForcedShare: ratio(sc.forced, sc.out), JumpedShare: ratio(sc.jumped, sc.out),
+		WallMs: sc.wall / n, PlainWallMs: r.PrefillMs + r.DecodeMs,
+		ValidJSON: float64(sc.valid) / n, VerdictAcc: float64(sc.verdict) / n, SameText: float64(sc.same) / n}
+	// The cost model prices a request by its passes: a jumped token is computed in the pass
+	// of the next one, as a prompt token is, so the schema run costs like a request with
+	// that many fewer output tokens and that many more prompt tokens.
+	if r.Schema.CostPerReq, err = r.costAt(m.Config(), p, o, r.PromptTokens+float64(sc.jumped)/n, float64(sc.out-sc.jumped)/n); err != nil {
 		return nil, fmt.Errorf("%s: cost model: %w", name, err)
 	}
 	return r, nil
@@ -262,17 +311,8 @@ func btoi(b bool) int {
 
 // costModel prices one request of the average shape with package cost's roofline on p.
 func (r *ModelResult) costModel(cfg *model.Config, p *cost.Profile, o Options) error {
-	dt, err := cost.ParsePrecision("bf16")
-	if err != nil {
-		return err
-	}
-	kv, err := cost.ParsePrecision("f32")
-	if err != nil {
-		return err
-	}
-	shape := cost.FromModelConfig(cfg)
-	r.Params = int64(shape.Params().Total)
-	e, err := shape.Estimate(p, cost.Workload{Prompt: max(1, int(r.PromptTokens+0.5)), Output: int(r.OutputTokens + 0.5), Batch: 1, DType: dt, KV: kv, Threads: o.Threads})
+	r.Params = int64(cost.FromModelConfig(cfg).Params().Total)
+	e, err := estimate(cfg, p, o, r.PromptTokens, r.OutputTokens)
 	if err != nil {
 		return err
 	}
@@ -280,6 +320,28 @@ func (r *ModelResult) costModel(cfg *model.Config, p *cost.Profile, o Options) e
 	r.CostPerReq = r.CostSeconds * o.PricePerHour / 3600
 	r.LMHeadShare = e.LMHeadTimeShare
 	return nil
+}
+
+// costAt is the cost model's price of one request of this shape.
+func (r *ModelResult) costAt(cfg *model.Config, p *cost.Profile, o Options, prompt, output float64) (float64, error) {
+	e, err := estimate(cfg, p, o, prompt, output)
+	if err != nil {
+		return 0, err
+	}
+	return (e.Prefill.Seconds + e.Decode.Seconds) * o.PricePerHour / 3600, nil
+}
+
+func estimate(cfg *model.Config, p *cost.Profile, o Options, prompt, output float64) (*cost.Estimate, error) {
+	dt, err := cost.ParsePrecision("bf16")
+	if err != nil {
+		return nil, err
+	}
+	kv, err := cost.ParsePrecision("f32")
+	if err != nil {
+		return nil, err
+	}
+	shape := cost.FromModelConfig(cfg)
+	return shape.Estimate(p, cost.Workload{Prompt: max(1, int(prompt+0.5)), Output: int(output + 0.5), Batch: 1, DType: dt, KV: kv, Threads: o.Threads})
 }
 
 // parseVerdict reads a completion as the domain's JSON verdict: a JSON object with every
@@ -482,4 +544,11 @@ func sameJSON(a, b []byte) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }

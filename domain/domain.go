@@ -24,6 +24,14 @@ type Verdict struct {
 	Feedback   string `json:"feedback"`
 }
 
+// Schema is the JSON Schema of a Verdict, in Completion's key order: what structured output
+// (response_format json_schema, tokenwise generate --json-schema) constrains a grader to.
+const Schema = `{"type":"object","properties":{` +
+	`"score":{"type":"integer","minimum":1,"maximum":5},"grammar":{"type":"integer","minimum":1,"maximum":5},` +
+	`"coherence":{"type":"integer","minimum":1,"maximum":5},"vocabulary":{"type":"integer","minimum":1,"maximum":5},` +
+	`"verdict":{"enum":["pass","fail"]},"strengths":{"type":"string"},"weaknesses":{"type":"string"},"feedback":{"type":"string"}},` +
+	`"required":["score","grammar","coherence","vocabulary","verdict","strengths","weaknesses","feedback"],"additionalProperties":false}`
+
 // Example is one grading request: the prompt (instructions + essay) and the verdict.
 type Example struct {
 	Prompt     string

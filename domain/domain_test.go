@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tokenwise/tokenwise/grammar"
 )
 
 func TestDeterministicAndSplitsDiffer(t *testing.T) {
@@ -100,5 +102,19 @@ func TestEssayShowsOnlyWeakOrNot(t *testing.T) {
 	}
 	if differ < 45 {
 		t.Errorf("weak and other essays differ for %d of 50 seeds: want nearly all", differ)
+	}
+}
+
+// TestSchemaMatchesCompletions: every completion is a document of Schema (as the grammar
+// reads it, with spaced whitespace), and Schema names Verdict's fields in order.
+func TestSchemaMatchesCompletions(t *testing.T) {
+	g, err := grammar.Compile(grammar.Spec{JSONSchema: []byte(Schema)}, grammar.Options{Whitespace: grammar.Spaced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range Generate(1, 200) {
+		if !g.Accepts([]byte(ex.Completion)) {
+			t.Fatalf("completion is not a document of Schema: %s", ex.Completion)
+		}
 	}
 }

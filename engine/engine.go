@@ -613,7 +613,11 @@ func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
 		return nil, false, nil
 	}
 	ids := e.tok.Encode(string(text), false)
-	ids = ids[:max(0, len(ids)-1)]
+	last := -1
+	if len(ids) > 0 {
+		last = ids[len(ids)-1]
+		ids = ids[:len(ids)-1]
+	}
 	// The tokens must spell the forced text's start exactly: a tokenizer that adds a
 	// prefix space (SentencePiece's dummy prefix) or normalizes the text would append
 	// something else, so such a jump is not made and the tokens are sampled instead.
@@ -625,33 +629,57 @@ func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
 		return nil, false, nil
 	}
 	var out []Token
-	for _, id := range ids {
+	// The last token too, when no token the grammar allows extends it: then nothing after
+	// the forced text can merge with it (a closing `"}` after a value, a key that no merged
+	// token runs past).
+	for i := 0; i <= len(ids); i++ {
+		id := last
+		if i < len(ids) {
+			id = ids[i]
+		} else if x, ok := f.(interface{ Extends(int) bool }); !ok || last < 0 ||
+			!bytes.Equal(append(spelled, e.tok.TokenBytes(last)...), text) || x.Extends(last) {
+			break
+		}
 		if s.gen >= s.req.MaxTokens {
 			return out, true, nil
 		}
-		if err := f.Accept(id); err != nil {
+		tok, stopped, err := s.appendJumped(f, id)
+		if err != nil {
 			return nil, false, err
 		}
-		s.sampler.Accept(id)
-		s.gen++
-		s.st.CompletionTokens = s.gen
-		s.st.JumpedTokens++
-		s.st.ForcedTokens++
-		if s.tokens != nil {
-			s.tokens = append(s.tokens, id)
-		}
-		tok := Token{ID: id, Source: Jumped}
-		if piece := s.stream.Next(id); piece != "" {
-			var stopped bool
-			tok.Text, stopped = s.stop.Write(piece)
-			if stopped {
-				s.finished = true
-				return append(out, tok), true, nil
-			}
-		}
 		out = append(out, tok)
+		if stopped {
+			return out, true, nil
+		}
 	}
 	return out, s.gen >= s.req.MaxTokens, nil
+}
+
+// appendJumped appends one forced token as jump-forward does: through the processor, the
+// streaming decoder and the stop strings, as a sampled one would go. It reports whether a
+// stop string ended the sequence.
+func (s *seqState) appendJumped(f Forcer, id int) (Token, bool, error) {
+	if err := f.Accept(id); err != nil {
+		return Token{}, false, err
+	}
+	s.sampler.Accept(id)
+	s.gen++
+	s.st.CompletionTokens = s.gen
+	s.st.JumpedTokens++
+	s.st.ForcedTokens++
+	if s.tokens != nil {
+		s.tokens = append(s.tokens, id)
+	}
+	tok := Token{ID: id, Source: Jumped}
+	if piece := s.stream.Next(id); piece != "" {
+		var stopped bool
+		tok.Text, stopped = s.stop.Write(piece)
+		if stopped {
+			s.finished = true
+			return tok, true, nil
+		}
+	}
+	return tok, false, nil
 }
 
 // finishReason is why a done sequence ended.

@@ -1,10 +1,12 @@
 package grammar
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 	"unicode/utf8"
 )
@@ -173,6 +175,25 @@ func (m *Matcher) ValidPrefix(ids []int) int {
 		st = next
 	}
 	return len(ids)
+}
+
+// Extends reports whether some token the current mask allows has tok's bytes as a strict
+// prefix: whether the tokenizer could have merged tok with what follows it. The tokens
+// starting with a byte string are one run of the sorted vocabulary, found by binary search.
+func (m *Matcher) Extends(tok int) bool {
+	if tok < 0 || tok >= len(m.t.v.tokens) {
+		return false
+	}
+	p := m.t.v.tokens[tok]
+	mask := m.Mask()
+	v := m.t.v
+	i := sort.Search(len(v.order), func(i int) bool { return bytes.Compare(v.tokens[v.order[i]], p) > 0 })
+	for ; i < len(v.order) && bytes.HasPrefix(v.tokens[v.order[i]], p); i++ {
+		if id := v.order[i]; mask[id>>6]&(1<<(id&63)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Forced returns the text the grammar forces next: the bytes that are the only possible

@@ -47,6 +47,7 @@ type generateFlags struct {
 	speculate   string
 	maxDraft    int
 	draftIndex  string
+	grammar     grammarFlags
 }
 
 func newGenerateCmd() *cobra.Command {
@@ -94,6 +95,7 @@ temperature 1; send "temperature": 0 to get this command's greedy output from th
 	fl.StringArrayVar(&f.stop, "stop", nil, "stop string (repeatable); generation ends before it")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "keep generating past EOS (benchmarks)")
 	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex)
+	addGrammarFlags(fl, &f.grammar)
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"prompt_ids","ids","text","finish_reason","usage","timing","seed"} instead of streaming`)
 	return cmd
 }
@@ -179,6 +181,11 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 	if err != nil {
 		return fmt.Errorf("generate: --kv-cache-dtype: %w", err)
 	}
+	// The grammar before the weights: a schema error costs no model load.
+	gram, err := f.grammar.table(engine.NewGrammars(tok, 1))
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
 	modelGC() // as bench measures its memory: after the tokenizer, before the weights
 	m, err := model.Load(f.model, model.Options{Threads: f.threads, KVCache: kv, Mmap: f.mmap})
 	if err != nil {
@@ -202,6 +209,7 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 	if len(prop) > 0 {
 		opts.Proposer = prop
 	}
+	opts.Grammar, opts.NoJumpForward = gram, f.grammar.noJump
 	if !f.jsonOut {
 		opts.OnText = func(s string) error {
 			_, err := io.WriteString(stdout, s)
@@ -236,6 +244,9 @@ func summaryLine(r *engine.Result) string {
 	t := r.Timing
 	line := fmt.Sprintf("prompt %d tokens | prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | decode %.1f tok/s over %d steps (%.1f ms) | %d tokens, finish %s",
 		r.Usage.PromptTokens, t.PrefillMs, t.PrefillTokS, t.TTFTMs, t.DecodeTokS, t.DecodeSteps, t.DecodeMs, r.Usage.CompletionTokens, r.FinishReason)
+	if t.ForcedTokens > 0 {
+		line += fmt.Sprintf(" | grammar: %d forced, %d jumped (decode steps saved), mask %.1f ms", t.ForcedTokens, t.JumpedTokens, t.MaskMs)
+	}
 	if t.DraftedTokens > 0 {
 		line += fmt.Sprintf(" | drafts: %d proposed, %d kept (%.0f%%)", t.DraftedTokens, t.AcceptedDrafts, 100*float64(t.AcceptedDrafts)/float64(t.DraftedTokens))
 	}
