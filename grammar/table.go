@@ -14,9 +14,10 @@ import (
 // sequence is allowed by id (see Matcher). Build it once per tokenizer and share it.
 type Vocab struct {
 	tokens [][]byte
-	order  []int32 // ids of tokens with bytes, sorted by their bytes
-	lcp    []int32 // lcp[i]: bytes order[i] shares with order[i-1]
-	has    byteSet // bytes that occur in some token
+	order  []int32    // ids of tokens with bytes, sorted by their bytes
+	lcp    []int32    // lcp[i]: bytes order[i] shares with order[i-1]
+	first  [257]int32 // order[first[b]:first[b+1]] are the tokens that start with byte b
+	has    byteSet    // bytes that occur in some token
 }
 
 // NewVocab builds a Vocab from each token id's bytes (tokenizer.TokenBytes); nil or empty
@@ -33,6 +34,14 @@ func NewVocab(tokens [][]byte) *Vocab {
 	}
 	slices.SortFunc(v.order, func(a, b int32) int { return bytes.Compare(tokens[a], tokens[b]) })
 	v.lcp = lcps(tokens, v.order)
+	at := 0
+	for b := 0; b < 256; b++ {
+		v.first[b] = int32(at)
+		for at < len(v.order) && tokens[v.order[at]][0] == byte(b) {
+			at++
+		}
+	}
+	v.first[256] = int32(at)
 	return v
 }
 
@@ -48,6 +57,9 @@ func lcps(tokens [][]byte, order []int32) []int32 {
 	}
 	return lcp
 }
+
+// Bytes returns token id's bytes (nil for a token no grammar allows).
+func (v *Vocab) Bytes(id int) []byte { return v.tokens[id] }
 
 // Size is the number of token ids (the length of a mask).
 func (v *Vocab) Size() int { return len(v.tokens) }
@@ -160,12 +172,26 @@ func (t *Table) stateMask(pos int32) *stateMask {
 func (t *Table) study(pos int32) *stateMask {
 	m := &stateMask{accept: make([]uint64, t.words)}
 	w := newWalker(t.g, []stack{{pos, outside}})
-	for i, id := range t.v.order {
-		switch w.walk(t.v.tokens[id], int(t.v.lcp[i])) {
-		case verdictAccept:
-			m.accept[id>>6] |= 1 << (id & 63)
-		case verdictUndecided:
-			m.undec = append(m.undec, id)
+	g, v := t.g, t.v
+	for b := 0; b < 256; b++ {
+		// A token whose first byte the state cannot read is rejected: the whole run of
+		// tokens starting with it is skipped (most of the vocabulary, in a state that
+		// expects a key's quote or a digit).
+		if g.trans[int(pos)*g.nclass+int(g.classOf[b])] < 0 {
+			continue
+		}
+		for i := v.first[b]; i < v.first[b+1]; i++ {
+			id := v.order[i]
+			lcp := int(v.lcp[i])
+			if i == v.first[b] {
+				lcp = 0
+			}
+			switch w.walk(v.tokens[id], lcp) {
+			case verdictAccept:
+				m.accept[id>>6] |= 1 << (id & 63)
+			case verdictUndecided:
+				m.undec = append(m.undec, id)
+			}
 		}
 	}
 	m.lcp = lcps(t.v.tokens, m.undec)
