@@ -101,7 +101,8 @@ func newTokens(t *testing.T, baseDir, adaptedDir string) (added, merges int) {
 // TestRunSmall is the demo on three held-out prompts: the specialization this run makes is
 // the committed adapted model's, with the new-token counts the report and the table give;
 // the accuracies printed are those of the answers, graded again here; the samples show the
-// prompt, the expected answer and each model's; the adapted model answers in fewer tokens.
+// prompt, the expected answer and each model's; the adapted model answers in fewer tokens;
+// under the domain schema the answers are the same and the base model's take fewer steps.
 func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("specializes and generates: seconds")
@@ -195,6 +196,19 @@ func TestRunSmall(t *testing.T) {
 	if len(g) < 4 || g[0] != "generate" || !slices.Contains(g, "--chat") || g[len(g)-1] != res.GenerateSample.Prompt || res.GenerateAnswer != res.Base.Answers[res.GenerateSample.Index].Text ||
 		!strings.Contains(tab, "tokenwise generate --model ") {
 		t.Errorf("generate command %q for sample %d", g, res.GenerateSample.Index)
+	}
+
+	// Structured output: the schema's grammar changes no greedy answer of either model (both
+	// already write Schema's documents), every answer is valid, and on the base vocabulary
+	// jump-forward saves decode steps.
+	for _, m := range []*ModelResult{&res.Base, &res.Adapted} {
+		sr := m.Schema
+		if sr.SameText != 1 || sr.ValidJSON != m.ValidJSON || sr.DecodeSteps > m.DecodeSteps || sr.JumpedShare > sr.ForcedShare {
+			t.Errorf("%s with the schema: %+v; without: %.1f steps, valid %g", m.Name, sr, m.DecodeSteps, m.ValidJSON)
+		}
+	}
+	if b := res.Base.Schema; !(b.DecodeSteps < res.Base.DecodeSteps) || b.JumpedShare == 0 {
+		t.Errorf("base with the schema: %.1f decode steps (%.1f without), %.1f%% jumped", b.DecodeSteps, res.Base.DecodeSteps, 100*b.JumpedShare)
 	}
 
 	if !(res.Adapted.OutputTokens < res.Base.OutputTokens) {

@@ -602,9 +602,12 @@ func (s *seqState) next(logits []float32, e *Engine) (Token, bool, error) {
 }
 
 // jump appends the text the grammar forces after the sequence's last token, as the
-// tokenizer encodes it, without its last token: the forced text's end may merge with what
-// the model writes after it (`"name": "` followed by a value), so that token is left to be
-// sampled (the mask still allows only it, or its longer merges). Each token goes through the
+// tokenizer encodes it. The boundary with what the model writes next needs care (the
+// retokenization problem): the tokenizer might have merged the end of the forced text with
+// what follows (`"name": "` with a value's first letters, or a specialized vocabulary's
+// `, "grammar": 3, "coherence":`). So, with a grammar that can tell (Matcher.Extends), each
+// forced token is appended only while no token the grammar allows at that point runs past the
+// end of the forced text; without one, every token but the last is. Each goes through the
 // processor, the streaming decoder, the stop strings and the length limit as a sampled one
 // would. It reports whether the sequence is done.
 func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
@@ -613,31 +616,24 @@ func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
 		return nil, false, nil
 	}
 	ids := e.tok.Encode(string(text), false)
-	last := -1
-	if len(ids) > 0 {
-		last = ids[len(ids)-1]
-		ids = ids[:len(ids)-1]
-	}
-	// The tokens must spell the forced text's start exactly: a tokenizer that adds a
-	// prefix space (SentencePiece's dummy prefix) or normalizes the text would append
-	// something else, so such a jump is not made and the tokens are sampled instead.
+	// The tokens must spell the forced text exactly: a tokenizer that adds a prefix space
+	// (SentencePiece's dummy prefix) or normalizes the text would append something else, so
+	// such a jump is not made and the tokens are sampled instead.
 	var spelled []byte
 	for _, id := range ids {
 		spelled = append(spelled, e.tok.TokenBytes(id)...)
 	}
-	if !bytes.HasPrefix(text, spelled) {
+	if !bytes.Equal(text, spelled) {
 		return nil, false, nil
 	}
+	x, canTell := f.(interface{ Extends([]byte) bool })
+	if !canTell {
+		ids = ids[:len(ids)-1]
+	}
 	var out []Token
-	// The last token too, when no token the grammar allows extends it: then nothing after
-	// the forced text can merge with it (a closing `"}` after a value, a key that no merged
-	// token runs past).
-	for i := 0; i <= len(ids); i++ {
-		id := last
-		if i < len(ids) {
-			id = ids[i]
-		} else if x, ok := f.(interface{ Extends(int) bool }); !ok || last < 0 ||
-			!bytes.Equal(append(spelled, e.tok.TokenBytes(last)...), text) || x.Extends(last) {
+	at := 0
+	for _, id := range ids {
+		if canTell && x.Extends(text[at:]) {
 			break
 		}
 		if s.gen >= s.req.MaxTokens {
@@ -651,6 +647,7 @@ func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
 		if stopped {
 			return out, true, nil
 		}
+		at += len(e.tok.TokenBytes(id))
 	}
 	return out, s.gen >= s.req.MaxTokens, nil
 }

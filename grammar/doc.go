@@ -28,5 +28,5 @@
 // characters as UTF-8 (no \u escapes); numbers as JSON writes them.
 //
 // Whitespace between tokens follows Options.Whitespace: Compact (none, the default), Spaced
-// (an optional space after ':' and ',') or Pretty (up to 20 whitespace bytes anywhere).
+// (one space after ':' and ',', as Python's json.dumps) or Pretty (up to 20 whitespace bytes anywhere).
 package grammar

@@ -50,7 +50,7 @@ func TestSchemaDocuments(t *testing.T) {
 		{`{"type":["number","null"]}`, Compact, []string{`0`, `-0.5`, `1e10`, `3.25E-2`, `null`}, []string{`01`, `.5`, `1.`, `+1`}},
 		{`{"const":{"a":[1,"x"]}}`, Compact, []string{`{"a":[1,"x"]}`}, []string{`{"a":[1, "x"]}`}},
 		{`{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},"required":["a"]}`, Spaced,
-			[]string{`{"a": [1, 2]}`, `{"a":[1,2]}`}, []string{`{ "a": [1]}`, `{"a":  [1]}`}},
+			[]string{`{"a": [1, 2]}`}, []string{`{"a":[1,2]}`, `{ "a": [1]}`, `{"a":  [1]}`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}`, Pretty,
 			[]string{"{\n  \"a\": 1\n}", `{"a":1}`, "{\"a\":1}\n"}, []string{"{\"a\":1}\n\n"}},
 		{`true`, Compact, []string{`{"x":[1,{"y":null}],"z":"s"}`, `[]`, `"s"`, `-1.5e3`}, []string{`{"x":}`, `[1,]`}},

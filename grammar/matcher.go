@@ -177,18 +177,15 @@ func (m *Matcher) ValidPrefix(ids []int) int {
 	return len(ids)
 }
 
-// Extends reports whether some token the current mask allows has tok's bytes as a strict
-// prefix: whether the tokenizer could have merged tok with what follows it. The tokens
-// starting with a byte string are one run of the sorted vocabulary, found by binary search.
-func (m *Matcher) Extends(tok int) bool {
-	if tok < 0 || tok >= len(m.t.v.tokens) {
-		return false
-	}
-	p := m.t.v.tokens[tok]
+// Extends reports whether some token the current mask allows has text as a strict prefix:
+// whether a tokenizer encoding text and what follows it could have produced one token running
+// past text's end. The tokens starting with a byte string are one run of the sorted
+// vocabulary, found by binary search.
+func (m *Matcher) Extends(text []byte) bool {
 	mask := m.Mask()
 	v := m.t.v
-	i := sort.Search(len(v.order), func(i int) bool { return bytes.Compare(v.tokens[v.order[i]], p) > 0 })
-	for ; i < len(v.order) && bytes.HasPrefix(v.tokens[v.order[i]], p); i++ {
+	i := sort.Search(len(v.order), func(i int) bool { return bytes.Compare(v.tokens[v.order[i]], text) > 0 })
+	for ; i < len(v.order) && bytes.HasPrefix(v.tokens[v.order[i]], text); i++ {
 		if id := v.order[i]; mask[id>>6]&(1<<(id&63)) != 0 {
 			return true
 		}

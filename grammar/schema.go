@@ -15,8 +15,8 @@ const (
 	// Compact allows none: {"a":1,"b":[2,3]}. The default, as in llama.cpp and XGrammar: a
 	// small model given free whitespace may spend its tokens on it.
 	Compact Whitespace = iota
-	// Spaced allows one optional space after ':' and ',': {"a": 1, "b": [2, 3]} (Python's
-	// json.dumps) as well as compact.
+	// Spaced puts one space after ':' and ',': {"a": 1, "b": [2, 3]}, as Python's json.dumps
+	// and most chat models write JSON (the space is then forced, not a choice).
 	Spaced
 	// Pretty allows up to 20 whitespace bytes (space, tab, newline, return) between any two
 	// tokens: indented, multi-line JSON.
@@ -137,7 +137,7 @@ func (c *schemaCompiler) space() *node {
 func (c *schemaCompiler) sep(ch byte) *node {
 	switch c.ws {
 	case Spaced:
-		return seq(oneByte(ch), opt(oneByte(' ')))
+		return seq(oneByte(ch), oneByte(' '))
 	case Pretty:
 		return seq(c.space(), oneByte(ch), c.space())
 	}

@@ -22,7 +22,7 @@ type grammarFlags struct {
 func addGrammarFlags(fl *pflag.FlagSet, g *grammarFlags) {
 	fl.StringVar(&g.schema, "json-schema", "", "constrain the output to a JSON document of this JSON Schema file (see the grammar package for the keywords)")
 	fl.StringVar(&g.kind, "grammar", "", "constrain the output: json (any JSON object), regex:PATTERN (the whole output matches), or choice:A|B|C")
-	fl.StringVar(&g.whitespace, "whitespace", "compact", "whitespace the JSON may have: compact (none), spaced (a space after : and ,) or pretty (indented)")
+	fl.StringVar(&g.whitespace, "whitespace", "compact", "whitespace the JSON may have: compact (none), spaced (one space after : and ,) or pretty (indented)")
 	fl.BoolVar(&g.noJump, "no-jump-forward", false, "sample the text the grammar forces instead of appending it in one pass (for comparison)")
 }
 
