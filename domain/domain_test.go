@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -116,5 +117,23 @@ func TestSchemaMatchesCompletions(t *testing.T) {
 		if !g.Accepts([]byte(ex.Completion)) {
 			t.Fatalf("completion is not a document of Schema: %s", ex.Completion)
 		}
+	}
+}
+
+// TestSchemaFile: domain/verdict.schema.json (the README's --json-schema example) is Schema.
+func TestSchemaFile(t *testing.T) {
+	b, err := os.ReadFile("verdict.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file, want any
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(Schema), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(file, want) {
+		t.Fatalf("verdict.schema.json differs from domain.Schema")
 	}
 }
