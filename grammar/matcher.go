@@ -22,6 +22,7 @@ type Matcher struct {
 	ended    bool // an end-of-sequence token was accepted
 	eos      []int
 	mask     []uint64
+	masked   bool // mask is the current state's (Extends and Process ask for the same one)
 
 	// MaskTime is the time spent computing masks, for metrics.
 	MaskTime time.Duration
@@ -49,8 +50,13 @@ func (m *Matcher) Complete() bool { return m.complete }
 func (m *Matcher) Ended() bool { return m.ended }
 
 // Mask fills m's mask for the current state and returns it: bit id of word id/64 is set
-// when token id may come next. The slice is m's own, valid until the next call.
+// when token id may come next. The slice is m's own: computed once per parse state, valid
+// until the state changes, and not to be written to.
 func (m *Matcher) Mask() []uint64 {
+	if m.masked {
+		return m.mask
+	}
+	m.masked = true
 	start := time.Now()
 	if m.ended {
 		clear(m.mask)
@@ -112,7 +118,7 @@ func (m *Matcher) Accept(id int) error {
 		if !m.complete {
 			return fmt.Errorf("%w: end of sequence before the document is complete", ErrRejected)
 		}
-		m.ended = true
+		m.ended, m.masked = true, false
 		return nil
 	}
 	if id < 0 || id >= len(m.t.v.tokens) || len(m.t.v.tokens[id]) == 0 {
@@ -122,7 +128,7 @@ func (m *Matcher) Accept(id int) error {
 	if !ok {
 		return fmt.Errorf("%w: token %d %q", ErrRejected, id, m.t.v.tokens[id])
 	}
-	m.stacks, m.complete = next.stacks, next.complete
+	m.stacks, m.complete, m.masked = next.stacks, next.complete, false
 	return nil
 }
 
@@ -132,29 +138,12 @@ func (m *Matcher) AcceptBytes(text []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrRejected, text)
 	}
-	m.stacks, m.complete = next.stacks, next.complete
+	m.stacks, m.complete, m.masked = next.stacks, next.complete, false
 	return nil
 }
 
-type parseState struct {
-	stacks   []stack
-	complete bool
-}
-
 func (m *Matcher) advance(text []byte) (parseState, bool) {
-	set, complete := m.stacks, m.complete
-	for _, c := range text {
-		var x expansion
-		set = m.t.g.step(set, c, nil, &x)
-		complete = x.complete
-		if len(set) == 0 && !complete {
-			return parseState{}, false
-		}
-	}
-	if len(text) > 0 && len(set) == 0 && !complete {
-		return parseState{}, false
-	}
-	return parseState{set, complete}, true
+	return m.t.g.advance(parseState{m.stacks, m.complete}, text)
 }
 
 // ValidPrefix returns how many of ids, in order, the grammar allows from the current state
@@ -165,10 +154,7 @@ func (m *Matcher) ValidPrefix(ids []int) int {
 		if id < 0 || id >= len(m.t.v.tokens) || len(m.t.v.tokens[id]) == 0 {
 			return i // end of sequence or a special token: a draft does not go past it
 		}
-		set, complete := m.stacks, m.complete
-		m.stacks, m.complete = st.stacks, st.complete
-		next, ok := m.advance(m.t.v.tokens[id])
-		m.stacks, m.complete = set, complete
+		next, ok := m.t.g.advance(st, m.t.v.tokens[id])
 		if !ok {
 			return i
 		}

@@ -119,13 +119,26 @@ func (g *Grammar) Prefix(text []byte) bool {
 // prefix reports whether text is a prefix of some document, and whether it is one.
 func (g *Grammar) prefix(text []byte) (ok, complete bool) {
 	set, complete := g.initial()
+	st, ok := g.advance(parseState{set, complete}, text)
+	return ok, st.complete
+}
+
+// parseState is a parse after some text: its stacks, and whether the text is a document.
+type parseState struct {
+	stacks   []stack
+	complete bool
+}
+
+// advance reads text from st; false if some byte has no parse.
+func (g *Grammar) advance(st parseState, text []byte) (parseState, bool) {
+	set, complete := st.stacks, st.complete
 	for _, c := range text {
 		var x expansion
 		set = g.step(set, c, nil, &x)
 		complete = x.complete
 		if len(set) == 0 && !complete {
-			return false, false
+			return parseState{}, false
 		}
 	}
-	return true, complete
+	return parseState{set, complete}, true
 }

@@ -58,11 +58,14 @@ type SchemaError struct {
 	Msg     string
 }
 
-func (e *SchemaError) Error() string {
+func (e *SchemaError) Error() string { return "json schema " + e.Where() }
+
+// Where is the error without its "json schema" prefix: `at #/properties/a: "minimum": ...`.
+func (e *SchemaError) Where() string {
 	if e.Keyword != "" {
-		return fmt.Sprintf("json schema at %s: %q: %s", e.Path, e.Keyword, e.Msg)
+		return fmt.Sprintf("at %s: %q: %s", e.Path, e.Keyword, e.Msg)
 	}
-	return fmt.Sprintf("json schema at %s: %s", e.Path, e.Msg)
+	return fmt.Sprintf("at %s: %s", e.Path, e.Msg)
 }
 
 // Compile compiles a Spec into a Grammar.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/tokenwise/tokenwise/grammar"
 )
@@ -56,7 +55,7 @@ func (s *Server) responseGrammar(f *responseFormat) (*grammar.Table, *apiError) 
 		}
 		var se *grammar.SchemaError
 		if errors.As(err, &se) {
-			return nil, badRequest(param, "%s: %s", param, strings.TrimPrefix(se.Error(), "json schema "))
+			return nil, badRequest(param, "%s: %s", param, se.Where())
 		}
 		return nil, badRequest(param, "%s: %v", param, err)
 	}
