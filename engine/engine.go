@@ -109,6 +109,13 @@ type Request struct {
 	// without sampling it (jump-forward) unless NoJumpForward. Not with Processor.
 	Grammar       *grammar.Table
 	NoJumpForward bool
+	// SchemaDrafts proposes the text the grammar forces as drafts to verify, instead of
+	// appending it unverified (jump-forward, which it replaces): the forced text becomes
+	// the tokens the tokenizer spells it with, checked against the model like any draft, so
+	// the output is exactly the masked decoding's (NoJumpForward) token for token, in fewer
+	// passes where the model writes the text as the tokenizer does. The Proposer's drafts,
+	// if any, continue after them. Only with Grammar.
+	SchemaDrafts bool
 	// Proposer, if set, drafts up to MaxDraft tokens per step (default 4) to verify. How
 	// many are asked for each step follows the sequence's acceptance and what a step of that
 	// many tokens has been measured to cost (see draftLen): none where drafts do not pay.
@@ -140,11 +147,16 @@ type Stats struct {
 	TTFT                           time.Duration // arrival to first token
 	Prefill, Decode                time.Duration
 	PrefillSteps, DecodeSteps      int
-	DraftedTokens, AcceptedDrafts  int           // tokens proposed for verification, and those kept
-	ForcedTokens                   int           // tokens the processor allowed alone (sampled or not)
-	JumpedTokens                   int           // forced tokens appended without sampling (jump-forward)
-	MaskTime                       time.Duration // computing the grammar's masks
-	Masks                          int
+	DraftedTokens, AcceptedDrafts  int // tokens proposed for verification, and those kept
+	SchemaDrafted, SchemaAccepted  int // of those, drafts of the grammar's forced text (SchemaDrafts)
+	// DraftedAt[i] and AcceptedAt[i] count the drafts proposed and kept at position i of a
+	// step's draft (vLLM's acceptance by position): AcceptedAt[i]/DraftedAt[i] is the chance
+	// that the (i+1)-th draft is kept once the i before it were.
+	DraftedAt, AcceptedAt []int
+	ForcedTokens          int           // tokens the processor allowed alone (sampled or not)
+	JumpedTokens          int           // forced tokens appended without sampling (jump-forward)
+	MaskTime              time.Duration // computing the grammar's masks
+	Masks                 int
 }
 
 // Finish ends a sequence.
@@ -249,12 +261,17 @@ type seqState struct {
 	// shadow is a draft not verified (speculation paused): the next token produced tells
 	// whether it would have been kept, at no cost, so speculation resumes when drafts start
 	// matching again.
-	shadow   int
-	admitted time.Time
-	first    time.Time
-	st       Stats
-	finished bool
-	matcher  *grammar.Matcher // Request.Grammar's parse
+	shadow int
+	// fkept and fmissed are kept and missed for the drafts of forced text (SchemaDrafts),
+	// counted apart: their chance is much higher than the proposer's. nForced is how many of
+	// the pending draft's tokens are forced text (they come first).
+	fkept, fmissed float64
+	nForced        int
+	admitted       time.Time
+	first          time.Time
+	st             Stats
+	finished       bool
+	matcher        *grammar.Matcher // Request.Grammar's parse
 }
 
 // Add queues a request. Errors are the request's fault (an empty prompt, ids outside the
@@ -299,6 +316,8 @@ func (e *Engine) Add(req Request) error {
 		}
 		matcher = req.Grammar.NewMatcher(stopIDs)
 		req.Processor = matcher
+	} else if req.SchemaDrafts {
+		return errors.New("schema drafts need a grammar")
 	}
 	if err := e.sch.Add(sched.Request{ID: req.ID, Prompt: req.Prompt, MaxTokens: req.MaxTokens}); err != nil {
 		return err
@@ -311,13 +330,15 @@ func (e *Engine) Add(req Request) error {
 		logprobs: req.Sampler.Logprobs || req.Sampler.TopLogprobs > 0,
 		stopIDs:  stopIDs, matcher: matcher}
 	s.st.PromptTokens = len(req.Prompt)
-	if req.Proposer != nil {
+	if s.drafting() {
 		s.tokens = slices.Clone(req.Prompt)
 		if s.req.MaxDraft <= 0 {
 			s.req.MaxDraft = 4
 		}
 		s.kept = 1 // a prior of one kept draft in two: drafting starts, and measures
 		s.missed = 1
+		// Forced text is mostly written as the tokenizer spells it: a prior of nine in ten.
+		s.fkept, s.fmissed = 9, 1
 		s.shadow = -1
 	}
 	e.seqs[req.ID] = s
@@ -340,7 +361,9 @@ func (e *Engine) Stats(id sched.SeqID) (Stats, bool) {
 	if !ok {
 		return Stats{}, false
 	}
-	return s.st, true
+	st := s.st
+	st.DraftedAt, st.AcceptedAt = slices.Clone(st.DraftedAt), slices.Clone(st.AcceptedAt)
+	return st, true
 }
 
 // Step runs one step. With nothing to run it returns an empty report. An error means the
@@ -484,6 +507,10 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			if kept {
 				tok.Source = Drafted
 				s.st.AcceptedDrafts++
+				s.st.AcceptedAt[j]++
+				if j < s.nForced {
+					s.st.SchemaAccepted++
+				}
 			}
 			rep.Tokens = append(rep.Tokens, tok)
 			if s.tokens != nil {
@@ -495,7 +522,7 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			}
 			out.Accepted = append(out.Accepted, tok.ID) // and on: after the last draft, one more
 		}
-		if f, ok := s.req.Processor.(Forcer); ok && !out.Done && !s.req.NoJumpForward {
+		if f, ok := s.req.Processor.(Forcer); ok && !out.Done && !s.req.NoJumpForward && !s.req.SchemaDrafts {
 			jumped, done, err := s.jump(f, e)
 			if err != nil {
 				return nil, fmt.Errorf("sequence %d: jump-forward: %w", w.Seq, err)
@@ -517,40 +544,100 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			s.shadow = -1
 		}
 		if len(drafts) > 0 {
-			a := len(out.Accepted)
-			s.kept, s.missed = 0.8*s.kept+float64(a), 0.8*s.missed
-			if a < len(drafts) {
-				s.missed++
-			}
+			s.learn(len(drafts), len(out.Accepted))
 		}
-		if !out.Done && s.req.Proposer != nil {
-			// Drafts up to the last position this sequence may compute: its last token is
-			// never computed, so at most MaxTokens-gen-1 of them can still be used.
-			k := min(s.req.MaxDraft, s.req.MaxTokens-s.gen-1)
-			if e.maxVerify > 0 {
-				k = min(k, e.maxVerify/sampling-1)
-			}
-			if k > 0 && !s.req.FixedDraft {
-				if k = e.costs.draftLen(k, sampling, s.kept/(s.kept+s.missed)); k == 0 {
-					if d := s.req.Proposer.Propose(s.tokens, 1); len(d) > 0 {
-						s.shadow = d[0]
-					}
-				}
-			}
-			if k > 0 {
-				out.Draft = s.req.Proposer.Propose(s.tokens, k)
-				if len(out.Draft) > k {
-					out.Draft = out.Draft[:k]
-				}
-				if s.matcher != nil { // a draft the grammar rejects is not worth verifying
-					out.Draft = out.Draft[:s.matcher.ValidPrefix(out.Draft)]
-				}
-				s.st.DraftedTokens += len(out.Draft)
-			}
+		if !out.Done && s.drafting() {
+			out.Draft = s.propose(e, sampling)
 		}
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// drafting reports whether the sequence proposes drafts.
+func (s *seqState) drafting() bool {
+	return s.req.Proposer != nil || (s.req.SchemaDrafts && s.matcher != nil)
+}
+
+// learn updates the acceptance estimates after a step verified n drafts and kept the first
+// a: the forced-text drafts (the first nForced) and the proposer's are counted apart. Each
+// estimate decays by 0.8 a step it is used, so it follows the sequence's recent text.
+func (s *seqState) learn(n, a int) {
+	nf := min(s.nForced, n)
+	if nf > 0 {
+		af := min(a, nf)
+		s.fkept, s.fmissed = 0.8*s.fkept+float64(af), 0.8*s.fmissed
+		if af < nf {
+			s.fmissed++
+		}
+	}
+	if n > nf && a >= nf { // the proposer's drafts were reached
+		ap := a - nf
+		s.kept, s.missed = 0.8*s.kept+float64(ap), 0.8*s.missed
+		if ap < n-nf {
+			s.missed++
+		}
+	}
+}
+
+// propose returns the drafts for the sequence's next step: the grammar's forced text first
+// (SchemaDrafts), then the Proposer's continuation, each as long as the measured step costs
+// say pays at its acceptance (draftLen), cut where the grammar rejects them.
+func (s *seqState) propose(e *Engine, sampling int) []int {
+	// Drafts up to the last position this sequence may compute: its last token is never
+	// computed, so at most MaxTokens-gen-1 of them can still be used.
+	k := min(s.req.MaxDraft, s.req.MaxTokens-s.gen-1)
+	if e.maxVerify > 0 {
+		k = min(k, e.maxVerify/sampling-1)
+	}
+	s.nForced = 0
+	if k <= 0 {
+		return nil
+	}
+	length := func(p float64) int {
+		if s.req.FixedDraft {
+			return k
+		}
+		return e.costs.draftLen(k, sampling, p)
+	}
+	var draft []int
+	if s.req.SchemaDrafts {
+		if f, ok := s.req.Processor.(Forcer); ok {
+			if ids, _ := forcedTokens(f, e); len(ids) > 0 {
+				draft = ids[:min(len(ids), length(s.fkept/(s.fkept+s.fmissed)))]
+				s.nForced = len(draft)
+			}
+		}
+	}
+	if s.req.Proposer != nil {
+		kp := length(s.kept / (s.kept + s.missed))
+		if kp == 0 && len(draft) == 0 {
+			if d := s.req.Proposer.Propose(s.tokens, 1); len(d) > 0 {
+				s.shadow = d[0]
+			}
+		}
+		if kp > len(draft) {
+			ctx := s.tokens
+			if len(draft) > 0 {
+				ctx = append(slices.Clone(s.tokens), draft...)
+			}
+			more := s.req.Proposer.Propose(ctx, kp-len(draft))
+			draft = append(draft, more[:min(len(more), kp-len(draft))]...)
+		}
+	}
+	if s.matcher != nil { // a draft the grammar rejects is not worth verifying
+		draft = draft[:s.matcher.ValidPrefix(draft)]
+		s.nForced = min(s.nForced, len(draft))
+	}
+	s.st.DraftedTokens += len(draft)
+	s.st.SchemaDrafted += s.nForced
+	for len(s.st.DraftedAt) < len(draft) {
+		s.st.DraftedAt, s.st.AcceptedAt = append(s.st.DraftedAt, 0), append(s.st.AcceptedAt, 0)
+	}
+	for i := range draft {
+		s.st.DraftedAt[i]++
+	}
+	return draft
 }
 
 // next picks the sequence's next token from its logits (the model's buffer, which the
@@ -611,19 +698,8 @@ func (s *seqState) next(logits []float32, e *Engine) (Token, bool, error) {
 // processor, the streaming decoder, the stop strings and the length limit as a sampled one
 // would. It reports whether the sequence is done.
 func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
-	text := f.Forced()
-	if len(text) == 0 {
-		return nil, false, nil
-	}
-	ids := e.tok.Encode(string(text), false)
-	// The tokens must spell the forced text exactly: a tokenizer that adds a prefix space
-	// (SentencePiece's dummy prefix) or normalizes the text would append something else, so
-	// such a jump is not made and the tokens are sampled instead.
-	var spelled []byte
-	for _, id := range ids {
-		spelled = append(spelled, e.tok.TokenBytes(id)...)
-	}
-	if !bytes.Equal(text, spelled) {
+	ids, text := forcedTokens(f, e)
+	if len(ids) == 0 {
 		return nil, false, nil
 	}
 	x, canTell := f.(interface{ Extends([]byte) bool })
@@ -650,6 +726,26 @@ func (s *seqState) jump(f Forcer, e *Engine) ([]Token, bool, error) {
 		at += len(e.tok.TokenBytes(id))
 	}
 	return out, s.gen >= s.req.MaxTokens, nil
+}
+
+// forcedTokens returns the text the grammar forces next and the tokens the tokenizer spells
+// it with. The tokens must spell it exactly: a tokenizer that adds a prefix space
+// (SentencePiece's dummy prefix) or normalizes the text would write something else, so then
+// there are none and the tokens are sampled instead.
+func forcedTokens(f Forcer, e *Engine) ([]int, []byte) {
+	text := f.Forced()
+	if len(text) == 0 {
+		return nil, nil
+	}
+	ids := e.tok.Encode(string(text), false)
+	var spelled []byte
+	for _, id := range ids {
+		spelled = append(spelled, e.tok.TokenBytes(id)...)
+	}
+	if !bytes.Equal(text, spelled) {
+		return nil, nil
+	}
+	return ids, text
 }
 
 // appendJumped appends one forced token as jump-forward does: through the processor, the

@@ -42,6 +42,9 @@ type Options struct {
 	// forced text unless NoJumpForward (Request.Grammar).
 	Grammar       *grammar.Table
 	NoJumpForward bool
+	// SchemaDrafts drafts the grammar's forced text for verification instead of jumping
+	// over it (Request.SchemaDrafts): the output is NoJumpForward's, in fewer passes.
+	SchemaDrafts bool
 	// Proposer, if set, drafts up to MaxDraft tokens (default 4) per step, verified in one
 	// pass (Engine.Step); the output is what it would have been without it.
 	Proposer   Proposer
@@ -78,6 +81,13 @@ type Timing struct {
 	// DraftedTokens were proposed for verification (Options.Proposer), AcceptedDrafts kept.
 	DraftedTokens  int `json:"drafted_tokens,omitempty"`
 	AcceptedDrafts int `json:"accepted_drafts,omitempty"`
+	// SchemaDrafted and SchemaAccepted are those of the drafts that were the grammar's
+	// forced text (Options.SchemaDrafts).
+	SchemaDrafted  int `json:"schema_drafted,omitempty"`
+	SchemaAccepted int `json:"schema_accepted,omitempty"`
+	// AcceptedAt[i] of DraftedAt[i] drafts at position i of a step's draft were kept.
+	DraftedAt  []int `json:"drafted_at,omitempty"`
+	AcceptedAt []int `json:"accepted_at,omitempty"`
 	// ForcedTokens were the only token the processor allowed; JumpedTokens of them were
 	// appended without sampling (jump-forward), each a decode step saved.
 	ForcedTokens int `json:"forced_tokens,omitempty"`
@@ -152,7 +162,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	defer e.Close() // its cache serves the model's next generation
 	if err := e.Add(Request{ID: 1, Prompt: promptIDs, MaxTokens: maxNew, Sampler: opts.Sampler, Stop: opts.Stop,
 		StopIDs: opts.StopIDs, IgnoreEOS: opts.IgnoreEOS, KeepSpecial: opts.KeepSpecial, Arrival: start,
-		Processor: opts.Processor, Grammar: opts.Grammar, NoJumpForward: opts.NoJumpForward, Proposer: opts.Proposer, MaxDraft: opts.MaxDraft, FixedDraft: opts.FixedDraft}); err != nil {
+		Processor: opts.Processor, Grammar: opts.Grammar, NoJumpForward: opts.NoJumpForward, SchemaDrafts: opts.SchemaDrafts, Proposer: opts.Proposer, MaxDraft: opts.MaxDraft, FixedDraft: opts.FixedDraft}); err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 
@@ -176,6 +186,8 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 		t.PrefillMs, t.DecodeMs, t.DecodeSteps = ms(st.Prefill), ms(st.Decode), st.DecodeSteps
 		t.TTFTMs = ms(st.TTFT)
 		t.DraftedTokens, t.AcceptedDrafts = st.DraftedTokens, st.AcceptedDrafts
+		t.SchemaDrafted, t.SchemaAccepted = st.SchemaDrafted, st.SchemaAccepted
+		t.DraftedAt, t.AcceptedAt = st.DraftedAt, st.AcceptedAt
 		t.ForcedTokens, t.JumpedTokens = st.ForcedTokens, st.JumpedTokens
 		t.MaskMs = ms(st.MaskTime)
 		if t.PrefillMs > 0 {

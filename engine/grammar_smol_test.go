@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/grammar"
 	"github.com/tokenwise/tokenwise/internal/testref"
@@ -105,5 +107,70 @@ func TestSmolLM2GrammarKeepsText(t *testing.T) {
 	}
 	if conforming == 0 {
 		t.Error("no unconstrained answer conforms: the no-distortion check checked nothing")
+	}
+}
+
+// TestSmolLM2SpeculationLossless: on the real SmolLM2-135M-Instruct, greedy output with
+// drafts verified is the output without, token for token: a plain prompt and chat prompts
+// with prompt-lookup drafts, and chat prompts under their schema with the grammar's forced
+// text and prompt lookup as drafts (against masked decoding without jump-forward). The
+// extraction prompts copy their fields into the answer, so drafts are kept and decode
+// steps saved.
+func TestSmolLM2SpeculationLossless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real model")
+	}
+	m, tok := loadSmolLM2(t)
+	tmpl, err := TokenizerTemplate(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := NewGrammars(tok, 0)
+	ctx := context.Background()
+	type run struct {
+		name   string
+		prompt []int
+		opts   Options
+	}
+	runs := []run{{"plain prompt", tok.Encode("The receipt said: Lidl, bread 3.50, milk 1.20, total 4.70. The receipt said: Lidl,", true), Options{MaxTokens: 32}}}
+	for _, task := range smolJSONTasks {
+		ids, _, err := tmpl.ChatPrompt(tok, []Message{{Role: "user", Content: task.prompt}}, ChatOptions{AddGenerationPrompt: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, err := gs.Compile(grammar.Spec{JSONSchema: []byte(task.schema)}, grammar.Options{Whitespace: grammar.Spaced})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run{"chat: " + task.prompt, ids, Options{MaxTokens: 40}},
+			run{"schema: " + task.prompt, ids, Options{MaxTokens: 40, Grammar: tab, NoJumpForward: true}})
+	}
+	var kept, schemaKept, steps, plainSteps int
+	for _, r := range runs {
+		want, err := Generate(ctx, m, tok, r.prompt, r.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := r.opts
+		o.Proposer, o.MaxDraft, o.FixedDraft = spec.PromptLookup{}, 6, true
+		if o.Grammar != nil {
+			o.NoJumpForward, o.SchemaDrafts = false, true
+		}
+		got, err := Generate(ctx, m, tok, r.prompt, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.IDs, want.IDs) {
+			t.Errorf("%s: with drafts %q %v\nwithout %q %v", r.name, got.Text, got.IDs, want.Text, want.IDs)
+		}
+		tm := got.Timing
+		kept, schemaKept = kept+tm.AcceptedDrafts, schemaKept+tm.SchemaAccepted
+		steps, plainSteps = steps+tm.DecodeSteps, plainSteps+want.Timing.DecodeSteps
+		t.Logf("%s: %q: decode steps %d -> %d, %d of %d drafts kept (%d of %d the schema's), by position %v of %v", r.name, got.Text,
+			want.Timing.DecodeSteps, tm.DecodeSteps, tm.AcceptedDrafts, tm.DraftedTokens, tm.SchemaAccepted, tm.SchemaDrafted, tm.AcceptedAt, tm.DraftedAt)
+	}
+	t.Logf("decode steps %d -> %d", plainSteps, steps)
+	if kept == 0 || schemaKept == 0 || steps >= plainSteps {
+		t.Errorf("%d drafts kept, %d of the schema's, decode steps %d -> %d: speculation saved nothing here", kept, schemaKept, plainSteps, steps)
 	}
 }
