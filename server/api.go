@@ -300,6 +300,9 @@ type Usage struct {
 	// With speculation: tokens drafted for verification and those kept.
 	DraftedTokens  int `json:"drafted_tokens,omitempty"`
 	AcceptedDrafts int `json:"accepted_drafts,omitempty"`
+	// Of those, drafts of the text the schema forces (serve --speculate schema).
+	SchemaDrafted  int `json:"schema_drafted_tokens,omitempty"`
+	SchemaAccepted int `json:"schema_accepted_drafts,omitempty"`
 	// With response_format json_object or json_schema: output tokens the grammar forced, and
 	// those of them appended by jump-forward without a decode step of their own (each one a
 	// decode step saved).

@@ -24,6 +24,8 @@ type metrics struct {
 	ttft, itl, e2e, queueTime, prefillTime, decodeTime prometheus.Histogram
 	// Speculative decoding, as vLLM's spec_decode_* counters.
 	specDrafts, specDraftTokens, specAccepted prometheus.Counter
+	specAcceptedAt                            *prometheus.CounterVec // by draft position, as vLLM's
+	specSchemaDraft, specSchemaAccepted       prometheus.Counter     // tokenwise's: drafts of forced text
 	// Structured output (tokenwise's own): compile time, mask time, forced and jumped tokens.
 	grammarCompile                   prometheus.Histogram
 	grammarMaskSeconds, grammarMasks prometheus.Counter
@@ -48,6 +50,11 @@ func newMetrics(modelName string) *metrics {
 	}
 	counter := func(name, help string) prometheus.Counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: MetricPrefix + name, Help: help, ConstLabels: labels})
+		reg.MustRegister(c)
+		return c
+	}
+	counterVec := func(name, help string, label string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPrefix + name, Help: help, ConstLabels: labels}, []string{label})
 		reg.MustRegister(c)
 		return c
 	}
@@ -77,9 +84,12 @@ func newMetrics(modelName string) *metrics {
 		prefillTime:   hist("request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request (from admission to the first token).", requestBuckets),
 		decodeTime:    hist("request_decode_time_seconds", "Histogram of time spent in DECODE phase for request (from the first token to the last).", requestBuckets),
 
-		specDrafts:      counter("spec_decode_num_drafts_total", "Number of spec decoding drafts (a sequence's drafted tokens verified in one step)."),
-		specDraftTokens: counter("spec_decode_num_draft_tokens_total", "Number of draft tokens."),
-		specAccepted:    counter("spec_decode_num_accepted_tokens_total", "Number of accepted tokens."),
+		specDrafts:         counter("spec_decode_num_drafts_total", "Number of spec decoding drafts (a sequence's drafted tokens verified in one step)."),
+		specDraftTokens:    counter("spec_decode_num_draft_tokens_total", "Number of draft tokens."),
+		specAccepted:       counter("spec_decode_num_accepted_tokens_total", "Number of accepted tokens."),
+		specAcceptedAt:     counterVec("spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.", "position"),
+		specSchemaDraft:    counter("spec_decode_num_schema_draft_tokens_total", "Draft tokens that were the text the response_format grammar forces (--speculate schema)."),
+		specSchemaAccepted: counter("spec_decode_num_schema_accepted_tokens_total", "Accepted draft tokens that were the text the grammar forces."),
 
 		grammarCompile:     hist("grammar_compile_seconds", "Histogram of response_format grammar compile time (schemas compiled, not those found cached).", compileBuckets),
 		grammarMaskSeconds: counter("grammar_mask_seconds_total", "Time spent computing grammar token masks."),

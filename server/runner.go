@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/tokenwise/tokenwise/engine"
@@ -128,8 +129,12 @@ func (s *Server) admit(sub submission) {
 	r := sub.r
 	req := engine.Request{ID: r.id, Prompt: r.prompt, MaxTokens: r.maxTokens, Sampler: r.p.sampler,
 		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival, Grammar: r.p.grammar}
-	if s.cfg.Speculate != nil && r.p.speculate {
-		req.Proposer, req.MaxDraft = s.cfg.Speculate, s.cfg.MaxDraft
+	if r.p.speculate {
+		if s.cfg.Speculate != nil {
+			req.Proposer = s.cfg.Speculate
+		}
+		req.MaxDraft = s.cfg.MaxDraft
+		req.SchemaDrafts = s.cfg.SchemaDrafts && req.Grammar != nil
 	}
 	err := s.eng.Add(req)
 	switch {
@@ -229,6 +234,13 @@ func (s *Server) deliver(rep engine.StepReport) {
 			s.met.grammarForced.Add(float64(f.Stats.ForcedTokens))
 			s.met.grammarJumped.Add(float64(f.Stats.JumpedTokens))
 		}
+		if f.Stats.DraftedTokens > 0 {
+			s.met.specSchemaDraft.Add(float64(f.Stats.SchemaDrafted))
+			s.met.specSchemaAccepted.Add(float64(f.Stats.SchemaAccepted))
+			for i, n := range f.Stats.AcceptedAt {
+				s.met.specAcceptedAt.WithLabelValues(strconv.Itoa(i)).Add(float64(n))
+			}
+		}
 		if s.cfg.DraftIndex != nil {
 			s.cfg.DraftIndex.Add(r.out) // the domain index learns from every finished answer
 		}
@@ -246,6 +258,7 @@ func usageOf(st engine.Stats) Usage {
 		PrefillMs: ms(st.Prefill), PrefillSteps: st.PrefillSteps,
 		DecodeMs: ms(st.Decode), DecodeSteps: st.DecodeSteps,
 		DraftedTokens: st.DraftedTokens, AcceptedDrafts: st.AcceptedDrafts,
+		SchemaDrafted: st.SchemaDrafted, SchemaAccepted: st.SchemaAccepted,
 		ForcedTokens: st.ForcedTokens, JumpedTokens: st.JumpedTokens,
 	}
 }

@@ -78,9 +78,13 @@ type Config struct {
 	// Speculate, if set, drafts tokens for every request to verify in one pass (engine
 	// Proposer; a request turns it off with "speculate": false). DraftIndex, if set, is
 	// updated with every finished answer (it may also be one of Speculate's proposers).
-	Speculate  engine.Proposer
-	MaxDraft   int
-	DraftIndex *spec.Index
+	Speculate engine.Proposer
+	MaxDraft  int
+	// SchemaDrafts, with a response_format schema, drafts the text the grammar forces
+	// (engine.Request.SchemaDrafts) instead of jumping over it: the output is exactly what
+	// masked decoding gives. "speculate": false turns it off for a request as well.
+	SchemaDrafts bool
+	DraftIndex   *spec.Index
 
 	// beforeStep, when set (by tests), runs before each engine step: a test holds a step
 	// with it instead of relying on how fast this machine generates.

@@ -2,11 +2,14 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
+	"github.com/tokenwise/tokenwise/engine"
 	"github.com/tokenwise/tokenwise/engine/spec"
+	"github.com/tokenwise/tokenwise/grammar"
 )
 
 // TestSpeculation: with prompt-lookup drafts and a domain index the server learns from,
@@ -56,5 +59,56 @@ func TestSpeculation(t *testing.T) {
 	off := post(map[string]any{"prompt": prompt, "max_tokens": 32, "temperature": 0, "speculate": false})
 	if off.Usage.DraftedTokens != 0 || off.Choices[0].Text != want.Text {
 		t.Errorf(`"speculate": false: %d drafted, text %q`, off.Usage.DraftedTokens, off.Choices[0].Text)
+	}
+}
+
+// TestSchemaSpeculation: with SchemaDrafts (serve --speculate schema,prompt) a
+// response_format request drafts the text its schema forces and verifies it, so its greedy
+// answer is masked decoding's without jump-forward, token for token; usage counts the
+// schema's drafts, and the per-position acceptance metric sums to the accepted drafts.
+func TestSchemaSpeculation(t *testing.T) {
+	ts := startServer(t, Config{Speculate: spec.Chain{spec.PromptLookup{}}, MaxDraft: 6, SchemaDrafts: true})
+	schema := `{"type":"object","properties":{"label":{"enum":["billing","bug","feature request"]},"urgent":{"type":"boolean"},"note":{"type":"string","maxLength":12}},"required":["label","urgent","note"],"additionalProperties":false}`
+	tab, err := engine.NewGrammars(ts.tok, 0).Compile(grammar.Spec{JSONSchema: []byte(schema)}, grammar.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemaDrafted, accepted := 0, 0
+	for i, prompt := range []string{"Classify the ticket: my invoice is wrong.", "Classify: the app crashes on start.", "Ticket: add dark mode"} {
+		ids := ts.tok.Encode(prompt, true)
+		want, err := engine.Generate(context.Background(), ts.m, ts.tok, ids, engine.Options{MaxTokens: 48, Grammar: tab, NoJumpForward: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 48, "temperature": 0,
+			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "ticket", "schema": json.RawMessage(schema)}}})
+		resp, err := http.Post(ts.url+"/v1/completions", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out completionResponse
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d: %v", resp.StatusCode, err)
+		}
+		u := out.Usage
+		if out.Choices[0].Text != want.Text || u.CompletionTokens != len(want.IDs) {
+			t.Fatalf("request %d with schema drafts: %q (%d tokens)\nmasked decoding: %q (%d tokens)", i, out.Choices[0].Text, u.CompletionTokens, want.Text, len(want.IDs))
+		}
+		if u.JumpedTokens != 0 || u.SchemaAccepted > u.SchemaDrafted || u.SchemaDrafted > u.DraftedTokens || u.DecodeSteps+u.AcceptedDrafts != u.CompletionTokens-1 {
+			t.Errorf("request %d: usage %+v", i, *u)
+		}
+		schemaDrafted += u.SchemaDrafted
+		accepted += u.AcceptedDrafts
+	}
+	if schemaDrafted == 0 {
+		t.Error("no schema draft over three schema requests")
+	}
+	if m := ts.metric(t, "tokenwise:spec_decode_num_accepted_tokens_per_pos_total"); m != float64(accepted) {
+		t.Errorf("accepted tokens by position sum to %g, usage says %d", m, accepted)
+	}
+	if m := ts.metric(t, "tokenwise:spec_decode_num_schema_draft_tokens_total"); m != float64(schemaDrafted) {
+		t.Errorf("schema draft tokens metric %g, usage says %d", m, schemaDrafted)
 	}
 }

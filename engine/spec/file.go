@@ -102,12 +102,14 @@ func ReadIndexFile(path string) (*Index, error) {
 }
 
 // Proposers is a set of proposers named by a --speculate list: "prompt" (prompt lookup),
-// "domain" (the draft index; needs one), or "off"/"" for none.
+// "domain" (the draft index; needs one), or "off"/"" for none. "schema" (the grammar's
+// forced text, engine.Request.SchemaDrafts) is the engine's, not a proposer: it is accepted
+// here and reported by SchemaDrafts.
 func Proposers(list string, index *Index) (Chain, error) {
 	var c Chain
 	for _, name := range strings.Split(list, ",") {
 		switch strings.TrimSpace(name) {
-		case "", "off", "none":
+		case "", "off", "none", "schema":
 		case "prompt":
 			c = append(c, PromptLookup{})
 		case "domain":
@@ -116,8 +118,18 @@ func Proposers(list string, index *Index) (Chain, error) {
 			}
 			c = append(c, index)
 		default:
-			return nil, fmt.Errorf("%q: want prompt, domain or off (comma-separated)", name)
+			return nil, fmt.Errorf("%q: want prompt, domain, schema or off (comma-separated)", name)
 		}
 	}
 	return c, nil
+}
+
+// SchemaDrafts reports whether a --speculate list names "schema".
+func SchemaDrafts(list string) bool {
+	for _, name := range strings.Split(list, ",") {
+		if strings.TrimSpace(name) == "schema" {
+			return true
+		}
+	}
+	return false
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tokenwise/tokenwise/engine"
+	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tokenizer"
@@ -210,6 +211,12 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 		opts.Proposer = prop
 	}
 	opts.Grammar, opts.NoJumpForward = gram, f.grammar.noJump
+	if spec.SchemaDrafts(f.speculate) {
+		if gram == nil {
+			return errors.New("generate: --speculate schema drafts the text a grammar forces: give --json-schema or --grammar")
+		}
+		opts.SchemaDrafts = true
+	}
 	if !f.jsonOut {
 		opts.OnText = func(s string) error {
 			_, err := io.WriteString(stdout, s)
@@ -249,6 +256,9 @@ func summaryLine(r *engine.Result) string {
 	}
 	if t.DraftedTokens > 0 {
 		line += fmt.Sprintf(" | drafts: %d proposed, %d kept (%.0f%%)", t.DraftedTokens, t.AcceptedDrafts, 100*float64(t.AcceptedDrafts)/float64(t.DraftedTokens))
+		if t.SchemaDrafted > 0 {
+			line += fmt.Sprintf(", of them the schema's %d, %d kept", t.SchemaDrafted, t.SchemaAccepted)
+		}
 	}
 	return line
 }

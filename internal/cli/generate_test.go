@@ -71,12 +71,13 @@ type genOut struct {
 		TotalTokens      int `json:"total_tokens"`
 	} `json:"usage"`
 	Timing struct {
-		PrefillMs   float64 `json:"prefill_ms"`
-		PrefillTokS float64 `json:"prefill_tok_s"`
-		TTFTMs      float64 `json:"ttft_ms"`
-		DecodeMs    float64 `json:"decode_ms"`
-		DecodeTokS  float64 `json:"decode_tok_s"`
-		DecodeSteps int     `json:"decode_steps"`
+		PrefillMs    float64 `json:"prefill_ms"`
+		PrefillTokS  float64 `json:"prefill_tok_s"`
+		TTFTMs       float64 `json:"ttft_ms"`
+		DecodeMs     float64 `json:"decode_ms"`
+		DecodeTokS   float64 `json:"decode_tok_s"`
+		DecodeSteps  int     `json:"decode_steps"`
+		JumpedTokens int     `json:"jumped_tokens"`
 	} `json:"timing"`
 }
 
@@ -202,5 +203,50 @@ func TestGenerateSmolLM2Chat(t *testing.T) {
 	}
 	if !strings.Contains(g.Text, "Tokyo") || g.FinishReason != "stop" || g.IDs[len(g.IDs)-1] != 2 {
 		t.Errorf("answer %q, finish %q, last id %d: want Tokyo, stopping at <|im_end|> (2)", g.Text, g.FinishReason, g.IDs[len(g.IDs)-1])
+	}
+}
+
+// TestGenerateSpeculateSchema: generate --speculate schema verifies the text the JSON schema
+// forces instead of jumping over it: the ids are --no-jump-forward's, fewer decode steps run,
+// and the summary line counts the schema's drafts. Without a schema the flag is refused.
+func TestGenerateSpeculateSchema(t *testing.T) {
+	gg := filepath.Join(genRefsDir(t), "smollm2", "smollm2-135m-instruct-q4_1.gguf")
+	if _, err := os.Stat(gg); err != nil {
+		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" {
+			t.Fatalf("reference missing: %s; run scripts/setup-refs.sh", gg)
+		}
+		t.Skipf("reference missing: %s", gg)
+	}
+	schema := filepath.Join(t.TempDir(), "receipt.json")
+	if err := os.WriteFile(schema, []byte(`{"type":"object","properties":{"store":{"type":"string"},"total":{"type":"number"}},"required":["store","total"],"additionalProperties":false}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"generate", "--model", gg, "--chat", "--prompt", "Give the receipt as JSON with keys store and total: Bought bread at Lidl for 3.50.",
+		"--max-tokens", "32", "--json-schema", schema, "--whitespace", "spaced", "--json"}
+	run := func(extra ...string) (genOut, string) {
+		t.Helper()
+		stdout, stderr, err := runCLI(t, append(slices.Clone(args), extra...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", extra, err, stderr)
+		}
+		var g genOut
+		if err := json.Unmarshal([]byte(stdout), &g); err != nil {
+			t.Fatal(err)
+		}
+		return g, stderr
+	}
+	plain, _ := run("--no-jump-forward")
+	drafted, stderr := run("--speculate", "schema,prompt", "--max-draft", "6")
+	if !slices.Equal(plain.IDs, drafted.IDs) {
+		t.Fatalf("--speculate schema: %v\n--no-jump-forward: %v", drafted.IDs, plain.IDs)
+	}
+	if drafted.Timing.DecodeSteps >= plain.Timing.DecodeSteps || drafted.Timing.JumpedTokens != 0 {
+		t.Errorf("--speculate schema: %d decode steps (%d jumped), --no-jump-forward %d", drafted.Timing.DecodeSteps, drafted.Timing.JumpedTokens, plain.Timing.DecodeSteps)
+	}
+	if !strings.Contains(stderr, "of them the schema's") {
+		t.Errorf("summary does not count the schema's drafts:\n%s", stderr)
+	}
+	if _, _, err := runCLI(t, "generate", "--model", gg, "--prompt", "hi", "--speculate", "schema"); err == nil || !strings.Contains(err.Error(), "--json-schema") {
+		t.Errorf("--speculate schema without a schema: %v", err)
 	}
 }

@@ -178,7 +178,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
 		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
 		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
-		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index,
+		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index, SchemaDrafts: spec.SchemaDrafts(f.speculate),
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

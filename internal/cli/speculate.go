@@ -13,7 +13,7 @@ import (
 
 // addSpecFlags adds the speculative-decoding flags generate and serve share.
 func addSpecFlags(fl *pflag.FlagSet, speculate *string, maxDraft *int, index *string) {
-	fl.StringVar(speculate, "speculate", "off", "draft tokens to verify in one pass, from: prompt (text seen earlier in the prompt or output), domain (the draft index of past answers); comma-separated, or off. Output is unchanged")
+	fl.StringVar(speculate, "speculate", "off", "draft tokens to verify in one pass, from: prompt (text seen earlier in the prompt or output), domain (the draft index of past answers), schema (the text a JSON schema or grammar forces, verified instead of jumped over); comma-separated, or off. Output is unchanged")
 	fl.IntVar(maxDraft, "max-draft", 4, "most drafted tokens verified per step (with --speculate)")
 	fl.StringVar(index, "draft-index", "", "draft index for --speculate domain (default: "+spec.DraftIndexFile+" in the model folder, as specialize writes it)")
 }
