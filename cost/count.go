@@ -25,9 +25,10 @@ var precisions = map[string]Precision{
 	"int8": {"int8", 1, "int8"},
 	"q8_0": {"q8_0", 34.0 / 32, "fp16"},
 	"q4_0": {"q4_0", 18.0 / 32, "fp16"},
+	"q4_1": {"q4_1", 20.0 / 32, "fp16"},
 }
 
-// ParsePrecision accepts f32, f16, bf16, fp8, int8, q8_0, q4_0 and the spellings
+// ParsePrecision accepts f32, f16, bf16, fp8, int8, q8_0, q4_0, q4_1 and the spellings
 // config.json's torch_dtype uses (float32, float16, bfloat16).
 func ParsePrecision(s string) (Precision, error) {
 	k := strings.ToLower(s)

@@ -179,6 +179,18 @@ func (s *Shape) RidgeBatch(r Rates, ctx int, dt, kv, act Precision) int {
 	return lo
 }
 
+// DecodeRidge is RidgeBatch on profile p with its rates for weights dt at threads: the most
+// tokens a decode step (every sequence's last token and its drafts) carries before it turns
+// compute-bound, which bounds what speculative verification may add to a step
+// (engine.EngineConfig.MaxVerifyTokens).
+func (s *Shape) DecodeRidge(p *Profile, ctx int, dt, kv Precision, threads int) (int, error) {
+	r, err := p.Rates(dt, threads)
+	if err != nil {
+		return 0, err
+	}
+	return s.RidgeBatch(r, ctx, dt, kv, activationPrecision(p)), nil
+}
+
 // Sweep is time per token against batch size, for the plot.
 type SweepPoint struct {
 	Batch          int     `json:"batch"`

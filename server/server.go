@@ -84,7 +84,10 @@ type Config struct {
 	// (engine.Request.SchemaDrafts) instead of jumping over it: the output is exactly what
 	// masked decoding gives. "speculate": false turns it off for a request as well.
 	SchemaDrafts bool
-	DraftIndex   *spec.Index
+	// MaxVerifyTokens bounds a step's decoding tokens with their drafts
+	// (engine.EngineConfig.MaxVerifyTokens; 0: only the engine's measured step costs).
+	MaxVerifyTokens int
+	DraftIndex      *spec.Index
 
 	// beforeStep, when set (by tests), runs before each engine step: a test holds a step
 	// with it instead of relying on how fast this machine generates.
@@ -170,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// No sequence can be longer than the whole cache.
 	cfg.MaxModelLen = min(cfg.MaxModelLen, numBlocks*cfg.BlockSize)
-	eng, err := engine.NewEngine(engine.EngineConfig{Model: cfg.Model, Tokenizer: cfg.Tokenizer, NumBlocks: numBlocks, BlockSize: cfg.BlockSize,
+	eng, err := engine.NewEngine(engine.EngineConfig{Model: cfg.Model, Tokenizer: cfg.Tokenizer, NumBlocks: numBlocks, BlockSize: cfg.BlockSize, MaxVerifyTokens: cfg.MaxVerifyTokens,
 		Sched: sched.Config{MaxSeqs: cfg.MaxSeqs, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxWaiting: cfg.MaxWaiting, MaxModelLen: cfg.MaxModelLen}})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

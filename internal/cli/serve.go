@@ -168,6 +168,12 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 			index = x
 		}
 	}
+	verify := 0 // drafts bounded by the cost model's decode ridge on this CPU
+	if speculate != nil || spec.SchemaDrafts(f.speculate) {
+		var why string
+		verify, why = verifyBound(f.model, f.kvDType, f.threads, f.maxLen)
+		fmt.Fprintf(stderr, "serve: speculation: %s\n", why)
+	}
 	name := f.name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(filepath.Clean(f.model)), filepath.Ext(f.model))
@@ -178,7 +184,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
 		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
 		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
-		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index, SchemaDrafts: spec.SchemaDrafts(f.speculate),
+		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index, SchemaDrafts: spec.SchemaDrafts(f.speculate), MaxVerifyTokens: verify,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+
+	"github.com/tokenwise/tokenwise/cost"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,4 +41,38 @@ func proposers(list, indexPath, model string) (spec.Chain, error) {
 		return nil, fmt.Errorf("--speculate: %w", err)
 	}
 	return c, nil
+}
+
+// verifyBound is the most tokens a decode step (every sequence's last token and its drafts)
+// may carry on this CPU while it stays bandwidth-bound: the cost model's decode ridge
+// (cost.Shape.DecodeRidge) for the model's shape and weights on the shipped profile that
+// matches this CPU, at a context of half maxLen. Below the ridge a step reads the weights
+// once whatever it carries, so drafts cost little; past it each drafted token costs what
+// decoding it would, and a rejected one is lost work. The engine's own rule (drafts only
+// where measured step costs say they pay) works under this bound. Without a matching
+// profile there is no bound but that rule. It returns the bound and a line saying why.
+func verifyBound(modelPath, kvDType string, threads, maxLen int) (int, string) {
+	name, why := cost.MatchProfile(cost.ThisCPU())
+	return verifyBoundOn(name, why, modelPath, kvDType, threads, maxLen)
+}
+
+// verifyBoundOn is verifyBound on the named profile (none: why says why).
+func verifyBoundOn(name, why, modelPath, kvDType string, threads, maxLen int) (int, string) {
+	if name == "" || modelPath == "" {
+		return 0, "drafts bounded by measured step costs only: " + why
+	}
+	kvName := map[string]string{"f16": "f16"}[kvDType]
+	s, hw, dt, kv, err := costInputs("serve", modelPath, name, "", kvName)
+	if err != nil {
+		return 0, "drafts bounded by measured step costs only: " + err.Error()
+	}
+	if maxLen <= 0 {
+		maxLen = 1024 // the context a narrow job's prompt and answer take, when the model's is not cut
+	}
+	ctx := maxLen / 2
+	ridge, err := s.DecodeRidge(hw, ctx, dt, kv, threads)
+	if err != nil || ridge == 0 {
+		return 0, fmt.Sprintf("no decode ridge on %s at context %d: drafts bounded by measured step costs only", name, ctx)
+	}
+	return ridge, fmt.Sprintf("at most %d tokens a decode step with drafts (the cost model's decode ridge on %s, %s weights, context %d)", ridge, name, dt.Name, ctx)
 }
