@@ -36,6 +36,7 @@ type Report struct {
 	NewMerges   int         `json:"new_merge_tokens"`
 	NewAdded    int         `json:"new_added_tokens"`
 	Dropped     int         `json:"dropped_candidates"`
+	Unsupported int         `json:"unsupported_candidates"` // passed over: too rare in --validation
 	Init        string      `json:"init"`
 	Corpus      Evaluation  `json:"corpus"`
 	HeldOut     *Evaluation `json:"held_out,omitempty"`
@@ -98,7 +99,7 @@ func Run(modelPath string, docs []Doc, outDir string, ro RunOptions) (*Report, e
 
 // NewReport summarizes a plan (the tokenizer side); heldOut may be nil.
 func NewReport(p *Plan, heldOut []Doc) *Report {
-	r := &Report{VocabBefore: p.VocabBefore(), VocabAfter: p.VocabAfter(), Kept: p.Kept, Dropped: len(p.Dropped)}
+	r := &Report{VocabBefore: p.VocabBefore(), VocabAfter: p.VocabAfter(), Kept: p.Kept, Dropped: len(p.Dropped), Unsupported: p.Unsupported}
 	for _, nt := range p.NewTokens {
 		if nt.Added {
 			r.NewAdded++
@@ -156,7 +157,13 @@ func (r *Report) Text() string {
 	if r.Dropped > 0 {
 		fmt.Fprintf(&b, " (%d candidates dropped: they lengthened a corpus text)", r.Dropped)
 	}
+	if r.Unsupported > 0 {
+		fmt.Fprintf(&b, " (%d candidates passed over: too rare in the validation records)", r.Unsupported)
+	}
 	b.WriteString("\n")
+	if r.NewAdded+r.NewMerges > 0 {
+		b.WriteString("the new tokens' rows are initialized, not trained: run tokenwise adapt before serving the model\n")
+	}
 	side := func(name string, e Evaluation) {
 		// Only the sides the texts have: a corpus of completions has no input to count.
 		var parts []string
