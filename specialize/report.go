@@ -45,6 +45,9 @@ type Report struct {
 	ParamsSaved int64       `json:"params_saved"`
 	BytesSaved  int64       `json:"bytes_saved"`
 	GGUF        string      `json:"gguf,omitempty"`
+	// GGUFUnportable counts the GGUF's added tokens that transformers' GGUF tokenizer converter
+	// drops (a space or a byte outside printable ASCII; see Options.Portable).
+	GGUFUnportable int `json:"gguf_unportable_tokens,omitempty"`
 }
 
 // Run specializes the model at modelPath (an HF folder, or a .gguf converted to one first) to
@@ -86,6 +89,11 @@ func Run(modelPath string, docs []Doc, outDir string, ro RunOptions) (*Report, e
 		r.GGUF = filepath.Join(outDir, "model.gguf")
 		if err := convert.HFToGGUF(outDir, r.GGUF, convert.Options{}); err != nil {
 			return nil, fmt.Errorf("gguf: %w", err)
+		}
+		for _, nt := range p.NewTokens {
+			if nt.Added && !portable(nt.Text) {
+				r.GGUFUnportable++
+			}
 		}
 	}
 	if err := writeJSON(filepath.Join(outDir, "report.json"), r); err != nil {
@@ -196,6 +204,12 @@ func (r *Report) Text() string {
 	}
 	if r.GGUF != "" {
 		fmt.Fprintf(&b, "gguf: %s\n", r.GGUF)
+		if r.GGUFUnportable > 0 {
+			fmt.Fprintf(&b, "gguf: %d of its %d added tokens hold a space or a non-ASCII byte: transformers' GGUF tokenizer "+
+				"(AutoTokenizer with gguf_file=, vLLM and SGLang given only the GGUF) drops them and tokenizes to more ids; "+
+				"give those the tokenizer.json (vLLM --tokenizer %s) or specialize with --portable\n",
+				r.GGUFUnportable, r.NewAdded, filepath.Dir(r.GGUF))
+		}
 	}
 	return b.String()
 }

@@ -48,7 +48,8 @@ func TestCorpusCommand(t *testing.T) {
 			t.Fatalf("%s: %d texts, want %d", f.Path, len(docs), 2*len(exs))
 		}
 		for i, ex := range exs {
-			if docs[2*i] != (specialize.Doc{Text: ex.Prompt, Side: specialize.Input}) || docs[2*i+1] != (specialize.Doc{Text: ex.Completion, Side: specialize.Output}) {
+			g := i + 1 // one record per line
+			if docs[2*i] != (specialize.Doc{Text: ex.Prompt, Side: specialize.Input, Group: g}) || docs[2*i+1] != (specialize.Doc{Text: ex.Completion, Side: specialize.Output, Group: g}) {
 				t.Fatalf("%s: example %d differs from domain.Generate(%d)", f.Path, i, f.Seed)
 			}
 		}

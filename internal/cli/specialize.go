@@ -77,6 +77,9 @@ never sampled. --held-out reports the reduction on texts not used for choosing t
 			if !prune && add <= 0 {
 				return errors.New("specialize: nothing to do: give --prune and/or --add N")
 			}
+			if maxBytes < 0 || minDocs < 0 || minSupport < 0 || minSupport > 1 {
+				return fmt.Errorf("specialize: --max-token-bytes %d, --min-docs %d, --min-support %g: want counts >= 0 and a fraction in [0, 1]", maxBytes, minDocs, minSupport)
+			}
 			docs, err := specialize.ReadCorpus(corpus...)
 			if err != nil {
 				return fmt.Errorf("specialize: %w", err)
@@ -92,9 +95,6 @@ never sampled. --held-out reports the reduction on texts not used for choosing t
 				if validation, err = specialize.ReadCorpus(valid...); err != nil {
 					return fmt.Errorf("specialize: --validation: %w", err)
 				}
-			}
-			if maxBytes < 0 || minDocs < 0 || minSupport < 0 || minSupport > 1 {
-				return fmt.Errorf("specialize: --max-token-bytes %d, --min-docs %d, --min-support %g: want counts >= 0 and a fraction in [0, 1]", maxBytes, minDocs, minSupport)
 			}
 			logw := cmd.ErrOrStderr()
 			start := time.Now()
