@@ -18,13 +18,18 @@ empty module stands in for that import alone.
 import json
 import os
 import sys
+import tempfile
 import types
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: E402
 from transformers.utils import is_torch_available  # noqa: E402
 
-d, f = os.path.split(os.path.abspath(sys.argv[1]))
+# Alone in a folder: from_pretrained(dir, gguf_file=...) reads a tokenizer.json beside the
+# GGUF when there is one (as in a specialize --gguf output folder) and never looks at the GGUF's.
+d = tempfile.mkdtemp()
+f = os.path.basename(sys.argv[1])
+os.symlink(os.path.abspath(sys.argv[1]), os.path.join(d, f))
 if is_torch_available():
     tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
 else:
@@ -34,3 +39,5 @@ else:
     tok = PreTrainedTokenizerFast.from_pretrained(d, gguf_file=f)
 for line in sys.stdin:
     print(json.dumps(tok.encode(json.loads(line), add_special_tokens=False)))
+os.remove(os.path.join(d, f))
+os.rmdir(d)
