@@ -1,6 +1,8 @@
 package specialize
 
 import (
+	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -415,4 +417,29 @@ func overlapsAny(s string, others []string) bool {
 		}
 	}
 	return false
+}
+
+// UnportableAdded counts the added tokens of a tokenizer.json that are not special and not
+// portable: the user-defined tokens a GGUF of it would carry that transformers' GGUF
+// tokenizer converter drops. total is the number of non-special added tokens.
+func UnportableAdded(tokJSON []byte) (n, total int, err error) {
+	var tf struct {
+		Added []struct {
+			Content string `json:"content"`
+			Special bool   `json:"special"`
+		} `json:"added_tokens"`
+	}
+	if err := json.Unmarshal(tokJSON, &tf); err != nil {
+		return 0, 0, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	for _, a := range tf.Added {
+		if a.Special {
+			continue
+		}
+		total++
+		if !portable(a.Content) {
+			n++
+		}
+	}
+	return n, total, nil
 }

@@ -90,10 +90,8 @@ func Run(modelPath string, docs []Doc, outDir string, ro RunOptions) (*Report, e
 		if err := convert.HFToGGUF(outDir, r.GGUF, convert.Options{}); err != nil {
 			return nil, fmt.Errorf("gguf: %w", err)
 		}
-		for _, nt := range p.NewTokens {
-			if nt.Added && !portable(nt.Text) {
-				r.GGUFUnportable++
-			}
+		if r.GGUFUnportable, _, err = UnportableAdded(p.JSON); err != nil {
+			return nil, err
 		}
 	}
 	if err := writeJSON(filepath.Join(outDir, "report.json"), r); err != nil {

@@ -108,3 +108,15 @@ func TestMinDocsAndSupport(t *testing.T) {
 		t.Fatalf("validation: the shared structure is not chosen: %v", vp.NewTokens)
 	}
 }
+
+func TestUnportableAdded(t *testing.T) {
+	js := `{"added_tokens": [{"content": "<|endoftext|>", "special": true}, {"content": "{\"name\":", "special": false},
+		{"content": "\", \"email\":", "special": false}, {"content": "caf\u00e9", "special": false}, {"content": "a\nb", "special": false}]}`
+	n, total, err := UnportableAdded([]byte(js))
+	if err != nil || n != 3 || total != 4 {
+		t.Fatalf("UnportableAdded: %d of %d (%v), want 3 of 4", n, total, err)
+	}
+	if _, _, err := UnportableAdded([]byte("{")); err == nil {
+		t.Fatal("no error for a broken tokenizer.json")
+	}
+}
