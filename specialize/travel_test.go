@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tokenwise/tokenwise/domain/debian"
+	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/internal/testref"
+	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
 // TestAddedTokensTravel: on the Qwen3 essay domain, no new token (added or merge) is longer
@@ -119,4 +122,76 @@ func TestUnportableAdded(t *testing.T) {
 	if _, _, err := UnportableAdded([]byte("{")); err == nil {
 		t.Fatal("no error for a broken tokenizer.json")
 	}
+}
+
+// TestDebianTaskSelection: SmolLM2's vocabulary specialized to this machine's Debian package
+// records (domain/debian, the status file), checked independently of the selection's own
+// bookkeeping: every added token occurs in at least MinDocs training records and in at least
+// MinSupport of the validation records, and no new token is longer than the byte cap.
+func TestDebianTaskSelection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("specializes on hundreds of records")
+	}
+	if _, err := os.Stat(debian.StatusFile); err != nil {
+		t.Skipf("not a Debian system: %v", err)
+	}
+	recs, err := debian.System(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := debian.Splits(recs, 1)
+	docs := func(xs []debian.Example) ([]Doc, []string) {
+		var ds []Doc
+		var joined []string
+		for i, x := range xs {
+			ds = append(ds, Doc{Text: x.Prompt, Side: Input, Group: i + 1}, Doc{Text: x.Completion, Side: Output, Group: i + 1})
+			joined = append(joined, x.Prompt+"\x00"+x.Completion)
+		}
+		return ds, joined
+	}
+	train, trainRecs := docs(sp[debian.Train])
+	valid, validRecs := docs(sp[debian.Validation])
+	f, err := gguf.Open(testref.Path(t, "smollm2", "smollm2-135m-instruct-q4_1.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokJSON, _, _, _, err := tokenizer.GGUFToHF(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(tokJSON, train, Options{Prune: true, Add: 200, Validation: valid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(s string, in []string) int {
+		n := 0
+		for _, r := range in {
+			if strings.Contains(r, s) {
+				n++
+			}
+		}
+		return n
+	}
+	added := 0
+	for _, nt := range p.NewTokens {
+		if len(nt.Text) > DefaultMaxTokenBytes {
+			t.Errorf("new token %q: %d bytes", nt.Text, len(nt.Text))
+		}
+		if !nt.Added {
+			continue
+		}
+		added++
+		if n := count(nt.Text, trainRecs); n < 3 {
+			t.Errorf("added token %q occurs in %d training records", nt.Text, n)
+		}
+		if n := count(nt.Text, validRecs); float64(n) < 0.01*float64(len(validRecs)) {
+			t.Errorf("added token %q occurs in %d of %d validation records", nt.Text, n, len(validRecs))
+		}
+	}
+	if added == 0 {
+		t.Fatal("no added tokens")
+	}
+	t.Logf("%d train / %d validation records: %d new tokens (%d added), %d candidates passed over for validation support",
+		len(trainRecs), len(validRecs), len(p.NewTokens), added, p.Unsupported)
 }
