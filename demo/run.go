@@ -33,7 +33,12 @@ const (
 // trained after (scripts/make-demo-model.sh): prune, then add at most 128 new tokens (added
 // tokens across word boundaries, and merges inside words; Result.Specialization says how
 // many of each).
-var SpecializeOptions = specialize.RunOptions{Options: specialize.Options{Prune: true, Add: 128}, Init: "exp"}
+//
+// MinDocs 1 and no byte cap are the selection the committed adapted model was made with,
+// before specialize's defaults became --min-docs 3 and --max-token-bytes 32: the demo model
+// runs in tokenwise only, where long tokens travel fine, and retraining the adapted model
+// takes make-demo-model.sh's full run.
+var SpecializeOptions = specialize.RunOptions{Options: specialize.Options{Prune: true, Add: 128, MinDocs: 1, MaxTokenBytes: 1 << 20}, Init: "exp"}
 
 // SpecializeCorpus is the domain text the specialization is fitted to: n training examples.
 func SpecializeCorpus(n int) []specialize.Doc {

@@ -33,7 +33,7 @@ if [[ $STAGE == all || $STAGE == adapt ]]; then
   mkdir -p "$WORK/spec"
   "$WORK/tokenwise" corpus --train 1000 --held-out 1 --out "$WORK/spec"
   rm -rf "$WORK/specialized"
-  "$WORK/tokenwise" specialize --model demo/model --corpus "$WORK/spec/train.jsonl" --prune --add 128 --init exp --out "$WORK/specialized"
+  "$WORK/tokenwise" specialize --model demo/model --corpus "$WORK/spec/train.jsonl" --prune --add 128 --min-docs 1 --max-token-bytes 1048576 --init exp --out "$WORK/specialized"
   "$WORK/tokenwise" adapt --model "$WORK/specialized" --corpus "$WORK/train.jsonl" --eval "$WORK/held-out.jsonl" --eval-max 40 \
     --steps "$ADAPT_STEPS" --batch 8 --accum 2 --lr 2e-3 --min-lr 2e-4 --warmup 20 --seq-len 512 \
     --threads 2 --seed 1 --checkpoint-every 25 --dtype bf16 --out demo/adapted

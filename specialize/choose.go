@@ -1,6 +1,8 @@
 package specialize
 
 import (
+	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -130,26 +132,38 @@ func (st *state) chooseAdded(budget int) error {
 	for _, a := range st.added {
 		oldAdded = append(oldAdded, a.Content)
 	}
+	unsupported := map[string]bool{}
+	groups := recordGroups(st.docs)
+	sup := newSupport(st.opts.Validation)
 	for round := 0; len(st.newAdded) < budget; round++ {
 		m := newMatcher(st.newAdded)
-		save := map[string]float64{}
-		for _, d := range st.docs {
+		stats := map[string]*candStat{}
+		for di, d := range st.docs {
 			w := st.weight(d.Side)
 			us := st.units(d.Text, m)
 			for i := range us {
-				if us[i].n < 0 {
+				if us[i].n < 0 || !st.allowed(d.Text[us[i].a:us[i].b]) {
 					continue
 				}
 				tot := us[i].n
 				for j := i + 1; j < len(us) && j-i < K; j++ {
-					if us[j].n < 0 {
+					if us[j].n < 0 || !st.allowed(d.Text[us[j].a:us[j].b]) {
 						break
 					}
 					tot += us[j].n
-					if tot > K {
+					if tot > K || us[j].b-us[i].a > st.opts.MaxTokenBytes {
 						break
 					}
-					save[d.Text[us[i].a:us[j].b]] += w * float64(tot-1)
+					s := d.Text[us[i].a:us[j].b]
+					c := stats[s]
+					if c == nil {
+						c = &candStat{last: -1}
+						stats[s] = c
+					}
+					c.v += w * float64(tot-1)
+					if g := groups[di]; c.last != g {
+						c.last, c.docs = g, c.docs+1
+					}
 				}
 			}
 		}
@@ -158,14 +172,14 @@ func (st *state) chooseAdded(budget int) error {
 			v float64
 		}
 		var cs []cand
-		for s, v := range save {
-			if v < st.opts.MinCount || !utf8.ValidString(s) || !decodeSafe(s) || existing[s] {
+		for s, c := range stats {
+			if c.v < st.opts.MinCount || c.docs < st.opts.MinDocs || !utf8.ValidString(s) || !decodeSafe(s) || existing[s] {
 				continue
 			}
 			if _, ok := st.tf.vocab[s]; ok {
 				continue
 			}
-			cs = append(cs, cand{s, v})
+			cs = append(cs, cand{s, c.v})
 		}
 		sort.Slice(cs, func(i, j int) bool {
 			if cs[i].v != cs[j].v {
@@ -194,6 +208,10 @@ func (st *state) chooseAdded(budget int) error {
 			if !clash {
 				clash = overlapsAny(c.s, picked) || overlapsAny(c.s, st.newAdded) || overlapsAny(c.s, oldAdded)
 			}
+			if !clash && sup.fraction(c.s) < st.opts.MinSupport {
+				unsupported[c.s] = true
+				continue
+			}
 			if !clash {
 				picked = append(picked, c.s)
 			}
@@ -205,9 +223,90 @@ func (st *state) chooseAdded(budget int) error {
 			existing[s] = true
 		}
 		st.newAdded = append(st.newAdded, picked...)
-		st.opts.Log("added tokens: round %d, %d chosen (best %q saves %.0f)", round, len(st.newAdded), picked[0], save[picked[0]])
+		st.opts.Log("added tokens: round %d, %d chosen (best %q saves %.0f)", round, len(st.newAdded), picked[0], stats[picked[0]].v)
 	}
+	st.p.Unsupported = len(unsupported)
 	return nil
+}
+
+// candStat is an added-token candidate's weighted savings and the records it recurs in.
+type candStat struct {
+	v    float64
+	docs int // distinct records
+	last int // the record that counted last
+}
+
+// allowed reports whether an added token may hold the text piece s: within the byte cap and,
+// with Options.Portable, printable ASCII with no space (see portable).
+func (st *state) allowed(s string) bool {
+	return len(s) <= st.opts.MaxTokenBytes && (!st.opts.Portable || portable(s))
+}
+
+// portable reports whether every byte of s is printable ASCII other than space: the
+// characters that transformers' GGUF tokenizer converter keeps in a user-defined token of a
+// byte-level vocabulary. It spells the vocabulary in GPT-2's byte alphabet and adds a
+// user-defined token only when its text is a key of that vocabulary, which holds for a text
+// whose characters all stand for themselves there: '!' to '~'. A space is 'Ġ' in the
+// alphabet, so " name" is stored under "Ġname" and the token " name" is dropped (measured:
+// transformers 5.24.0, integrations/gguf/gguf_tokenizer_mapping.py; TestTransformersGGUF).
+func portable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '!' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// recordGroups gives each doc its record: Doc.Group, or a record of its own for Group 0.
+func recordGroups(docs []Doc) []int {
+	g := make([]int, len(docs))
+	for i, d := range docs {
+		if d.Group != 0 {
+			g[i] = d.Group
+		} else {
+			g[i] = -(i + 1)
+		}
+	}
+	return g
+}
+
+// support measures the fraction of validation records a text occurs in.
+type support struct {
+	recs  []string // each record's texts, joined by a NUL no token holds
+	cache map[string]float64
+}
+
+func newSupport(docs []Doc) *support {
+	sp := &support{cache: map[string]float64{}}
+	groups := recordGroups(docs)
+	for i, d := range docs {
+		if i > 0 && groups[i] == groups[i-1] {
+			sp.recs[len(sp.recs)-1] += "\x00" + d.Text
+		} else {
+			sp.recs = append(sp.recs, d.Text)
+		}
+	}
+	return sp
+}
+
+// fraction is 1 when there are no validation records: nothing to hold a token against.
+func (sp *support) fraction(s string) float64 {
+	if len(sp.recs) == 0 {
+		return 1
+	}
+	if f, ok := sp.cache[s]; ok {
+		return f
+	}
+	n := 0
+	for _, r := range sp.recs {
+		if strings.Contains(r, s) {
+			n++
+		}
+	}
+	f := float64(n) / float64(len(sp.recs))
+	sp.cache[s] = f
+	return f
 }
 
 // chooseMerges appends up to budget merges inside pre-tokens: BPE training continued on the
@@ -260,6 +359,9 @@ func (st *state) chooseMerges(budget int) error {
 		var best [2]string
 		bestV := 0.0
 		for pr, v := range counts {
+			if utf8.RuneCountInString(pr[0])+utf8.RuneCountInString(pr[1]) > st.opts.MaxTokenBytes {
+				continue // one ByteLevel character per byte
+			}
 			if v > bestV || (v == bestV && (pr[0]+"\x00"+pr[1]) < (best[0]+"\x00"+best[1])) {
 				best, bestV = pr, v
 			}
@@ -315,4 +417,29 @@ func overlapsAny(s string, others []string) bool {
 		}
 	}
 	return false
+}
+
+// UnportableAdded counts the added tokens of a tokenizer.json that are not special and not
+// portable: the user-defined tokens a GGUF of it would carry that transformers' GGUF
+// tokenizer converter drops. total is the number of non-special added tokens.
+func UnportableAdded(tokJSON []byte) (n, total int, err error) {
+	var tf struct {
+		Added []struct {
+			Content string `json:"content"`
+			Special bool   `json:"special"`
+		} `json:"added_tokens"`
+	}
+	if err := json.Unmarshal(tokJSON, &tf); err != nil {
+		return 0, 0, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	for _, a := range tf.Added {
+		if a.Special {
+			continue
+		}
+		total++
+		if !portable(a.Content) {
+			n++
+		}
+	}
+	return n, total, nil
 }

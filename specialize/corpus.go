@@ -44,6 +44,10 @@ func (s Side) String() string {
 type Doc struct {
 	Text string
 	Side Side
+	// Group numbers the record a text belongs to: a JSONL line's prompt and completion share
+	// one, so that a merged token is counted once per record when it must recur in several
+	// (Options.MinDocs). 0 is a record of its own.
+	Group int
 }
 
 // ReadCorpus reads corpus files. A file whose lines are JSON objects is JSONL: {"text"} lines
@@ -60,6 +64,14 @@ func ReadCorpus(paths ...string) ([]Doc, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Records are numbered on across files, from 1.
+		base := 1
+		if len(docs) > 0 {
+			base = docs[len(docs)-1].Group + 1
+		}
+		for i := range d {
+			d[i].Group += base
+		}
 		docs = append(docs, d...)
 	}
 	if len(docs) == 0 {
@@ -74,18 +86,20 @@ func parseCorpus(name string, data []byte) ([]Doc, error) {
 		return nil, nil
 	}
 	if trim[0] != '{' {
-		return []Doc{{Text: string(data), Side: Text}}, nil
+		return []Doc{{Text: string(data), Side: Text, Group: 0}}, nil
 	}
 	var docs []Doc
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	line := 0
+	line, records := 0, 0
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
+		group := records // from 0 in this file; ReadCorpus offsets them
+		records++
 		var rec struct {
 			Text       *string `json:"text"`
 			Prompt     *string `json:"prompt"`
@@ -96,13 +110,13 @@ func parseCorpus(name string, data []byte) ([]Doc, error) {
 		}
 		switch {
 		case rec.Text != nil:
-			docs = append(docs, Doc{Text: *rec.Text, Side: Text})
+			docs = append(docs, Doc{Text: *rec.Text, Side: Text, Group: group})
 		case rec.Prompt != nil || rec.Completion != nil:
 			if rec.Prompt != nil {
-				docs = append(docs, Doc{Text: *rec.Prompt, Side: Input})
+				docs = append(docs, Doc{Text: *rec.Prompt, Side: Input, Group: group})
 			}
 			if rec.Completion != nil {
-				docs = append(docs, Doc{Text: *rec.Completion, Side: Output})
+				docs = append(docs, Doc{Text: *rec.Completion, Side: Output, Group: group})
 			}
 		default:
 			return nil, fmt.Errorf("%s:%d: want {\"text\"} or {\"prompt\",\"completion\"}", name, line)

@@ -10,8 +10,8 @@ import (
 
 func domainDocs(seed uint64, n int) []Doc {
 	var docs []Doc
-	for _, ex := range domain.Generate(seed, n) {
-		docs = append(docs, Doc{ex.Prompt, Input}, Doc{ex.Completion, Output})
+	for i, ex := range domain.Generate(seed, n) {
+		docs = append(docs, Doc{ex.Prompt, Input, i + 1}, Doc{ex.Completion, Output, i + 1})
 	}
 	return docs
 }

@@ -42,7 +42,7 @@ func TestGGUFRunsInLlamaCpp(t *testing.T) {
 	prompts := shortPrompts(3)
 	for _, add := range []int{0, 64} {
 		out := t.TempDir()
-		docs := append(domainDocs(1, 40), Doc{prompts[0], Input})
+		docs := append(domainDocs(1, 40), Doc{Text: prompts[0], Side: Input})
 		r, err := Run(src, docs, out, RunOptions{Options: Options{Prune: true, Add: add}, GGUF: true})
 		if err != nil {
 			t.Fatal(err)

@@ -25,12 +25,36 @@ type Options struct {
 	InputWeight float64
 	// MinCount is the least weighted saving a new token must bring on the corpus (default 2).
 	MinCount float64
+	// MinDocs is how many distinct records (Doc.Group) an added token must recur in
+	// (default 3). Savings alone reward a long string seen once — a whole training record,
+	// memorized rather than the domain's structure.
+	MinDocs int
+	// Validation, when set, are texts not used for counting savings; an added token must occur
+	// in at least MinSupport of their records (default 0.01), or it is not chosen: the check
+	// that it generalizes beyond the records it was counted on.
+	Validation []Doc
+	MinSupport float64
+	// MaxTokenBytes caps a new token's text (default 32: llama-cpp-python reads every piece
+	// through a 32-byte buffer, LlamaModel.detokenize, and loses the text of a longer one).
+	MaxTokenBytes int
+	// Portable keeps added tokens to printable ASCII without spaces (see portable), the only
+	// user-defined tokens transformers' GGUF tokenizer converter keeps
+	// (AutoTokenizer.from_pretrained(dir, gguf_file=...), which vLLM and SGLang use for a bare
+	// GGUF); it drops the others, so the GGUF tokenizes to more ids there. HF tokenizers and
+	// llama.cpp match every added token, and most of a JSON domain's savings hold a space
+	// (measured, TestPortableCost: the Qwen3 essay domain's held-out output tokens -65.7%
+	// without it, -23.5% with it), so it is off by default.
+	Portable bool
 	// KeepIDs are old ids to keep besides those the corpus uses — e.g. the ids a model
 	// generated, whose decoded text may re-encode differently.
 	KeepIDs []int
 	// Log, when set, receives progress lines.
 	Log func(format string, args ...any)
 }
+
+// DefaultMaxTokenBytes is Options.MaxTokenBytes' default: the piece buffer of
+// llama-cpp-python's LlamaModel.token_to_piece and detokenize (llama_cpp/_internals.py).
+const DefaultMaxTokenBytes = 32
 
 func (o *Options) defaults() {
 	if o.MaxNgram <= 0 {
@@ -41,6 +65,15 @@ func (o *Options) defaults() {
 	}
 	if o.MinCount <= 0 {
 		o.MinCount = 2
+	}
+	if o.MinDocs <= 0 {
+		o.MinDocs = 3
+	}
+	if o.MinSupport <= 0 {
+		o.MinSupport = 0.01
+	}
+	if o.MaxTokenBytes <= 0 {
+		o.MaxTokenBytes = DefaultMaxTokenBytes
 	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
@@ -97,6 +130,9 @@ type Plan struct {
 	Before    Counts
 	After     Counts
 	Dropped   []string // added-token candidates dropped because they lengthened a corpus text
+	// Unsupported counts the added-token candidates passed over because they occur in fewer
+	// than Options.MinSupport of the validation records.
+	Unsupported int
 }
 
 // VocabBefore and VocabAfter are the tokenizers' vocabulary sizes (largest id + 1).

@@ -36,6 +36,7 @@ type Report struct {
 	NewMerges   int         `json:"new_merge_tokens"`
 	NewAdded    int         `json:"new_added_tokens"`
 	Dropped     int         `json:"dropped_candidates"`
+	Unsupported int         `json:"unsupported_candidates"` // passed over: too rare in --validation
 	Init        string      `json:"init"`
 	Corpus      Evaluation  `json:"corpus"`
 	HeldOut     *Evaluation `json:"held_out,omitempty"`
@@ -44,6 +45,9 @@ type Report struct {
 	ParamsSaved int64       `json:"params_saved"`
 	BytesSaved  int64       `json:"bytes_saved"`
 	GGUF        string      `json:"gguf,omitempty"`
+	// GGUFUnportable counts the GGUF's added tokens that transformers' GGUF tokenizer converter
+	// drops (a space or a byte outside printable ASCII; see Options.Portable).
+	GGUFUnportable int `json:"gguf_unportable_tokens,omitempty"`
 }
 
 // Run specializes the model at modelPath (an HF folder, or a .gguf converted to one first) to
@@ -86,6 +90,9 @@ func Run(modelPath string, docs []Doc, outDir string, ro RunOptions) (*Report, e
 		if err := convert.HFToGGUF(outDir, r.GGUF, convert.Options{}); err != nil {
 			return nil, fmt.Errorf("gguf: %w", err)
 		}
+		if r.GGUFUnportable, _, err = UnportableAdded(p.JSON); err != nil {
+			return nil, err
+		}
 	}
 	if err := writeJSON(filepath.Join(outDir, "report.json"), r); err != nil {
 		return nil, err
@@ -98,7 +105,7 @@ func Run(modelPath string, docs []Doc, outDir string, ro RunOptions) (*Report, e
 
 // NewReport summarizes a plan (the tokenizer side); heldOut may be nil.
 func NewReport(p *Plan, heldOut []Doc) *Report {
-	r := &Report{VocabBefore: p.VocabBefore(), VocabAfter: p.VocabAfter(), Kept: p.Kept, Dropped: len(p.Dropped)}
+	r := &Report{VocabBefore: p.VocabBefore(), VocabAfter: p.VocabAfter(), Kept: p.Kept, Dropped: len(p.Dropped), Unsupported: p.Unsupported}
 	for _, nt := range p.NewTokens {
 		if nt.Added {
 			r.NewAdded++
@@ -156,7 +163,13 @@ func (r *Report) Text() string {
 	if r.Dropped > 0 {
 		fmt.Fprintf(&b, " (%d candidates dropped: they lengthened a corpus text)", r.Dropped)
 	}
+	if r.Unsupported > 0 {
+		fmt.Fprintf(&b, " (%d candidates passed over: too rare in the validation records)", r.Unsupported)
+	}
 	b.WriteString("\n")
+	if r.NewAdded+r.NewMerges > 0 {
+		b.WriteString("the new tokens' rows are initialized, not trained: run tokenwise adapt before serving the model\n")
+	}
 	side := func(name string, e Evaluation) {
 		// Only the sides the texts have: a corpus of completions has no input to count.
 		var parts []string
@@ -189,6 +202,12 @@ func (r *Report) Text() string {
 	}
 	if r.GGUF != "" {
 		fmt.Fprintf(&b, "gguf: %s\n", r.GGUF)
+		if r.GGUFUnportable > 0 {
+			fmt.Fprintf(&b, "gguf: %d of its %d added tokens hold a space or a non-ASCII byte: transformers' GGUF tokenizer "+
+				"(AutoTokenizer with gguf_file=, vLLM and SGLang given only the GGUF) drops them and tokenizes to more ids; "+
+				"give those the tokenizer.json (vLLM --tokenizer %s) or specialize with --portable\n",
+				r.GGUFUnportable, r.NewAdded, filepath.Dir(r.GGUF))
+		}
 	}
 	return b.String()
 }

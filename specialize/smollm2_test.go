@@ -80,7 +80,7 @@ func TestSmolLM2PruneKeepsGreedyOutputs(t *testing.T) {
 	docs := domainDocs(1, 50)
 	var keep []int
 	for i, msg := range msgs {
-		docs = append(docs, Doc{msg, Input})
+		docs = append(docs, Doc{Text: msg, Side: Input})
 		keep = append(keep, before.outputs[i]...)
 		keep = append(keep, before.prompts[i]...)
 	}

@@ -109,7 +109,7 @@ func TestPrunedSynthModelGreedyIdentical(t *testing.T) {
 		var docs []Doc
 		var keep []int
 		for i, p := range prompts {
-			docs = append(docs, Doc{p, Input})
+			docs = append(docs, Doc{Text: p, Side: Input})
 			keep = append(keep, before.outputs[i]...)
 		}
 		docs = append(docs, domainDocs(1, 20)...)

@@ -25,7 +25,8 @@ func TestReadCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Doc{{"plain text\nsecond line\n", Text}, {"p1", Input}, {"c1", Output}, {"t1", Text}}
+	// Records number on across files; a JSONL line's prompt and completion are one.
+	want := []Doc{{"plain text\nsecond line\n", Text, 1}, {"p1", Input, 2}, {"c1", Output, 2}, {"t1", Text, 3}}
 	if len(docs) != len(want) {
 		t.Fatalf("%d docs: %+v", len(docs), docs)
 	}

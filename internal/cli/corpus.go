@@ -1,16 +1,20 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokenwise/tokenwise/domain"
+	"github.com/tokenwise/tokenwise/domain/debian"
 )
 
 type corpusFlags struct {
@@ -18,12 +22,15 @@ type corpusFlags struct {
 	train, heldOut int
 	jsonOut        bool
 	example, field string
+	task           string
+	seed           uint64
+	apt            bool
 }
 
 func newCorpusCmd() *cobra.Command {
 	var f corpusFlags
 	cmd := &cobra.Command{
-		Use:   "corpus --out DIR [--train N] [--held-out N] [--json]",
+		Use:   "corpus --out DIR [--task essays|debian] [--train N] [--held-out N] [--json]",
 		Short: "Write the seeded essay-grading domain corpus (train and held-out JSONL) for analyze and specialize",
 		Long: `Corpus writes the domain the demo model was trained on: essay-grading requests and the
 JSON verdicts a grader writes for them (package domain). Each line of the JSONL files is
@@ -41,6 +48,16 @@ adaptation were trained on) and held-out.jsonl (--held-out examples, seed 2: wha
 measures on); a split of 0 examples is not written. The same counts always give the same
 files. These are the corpus files 'tokenwise analyze' and 'tokenwise specialize' read:
 prompts count as the input side, completions as the output side.
+
+--task debian writes a task with real variation instead (package domain/debian): each
+prompt is an instruction and a Debian package record of this machine (/var/lib/dpkg/status,
+plus every record of the apt lists with --apt, when they are filled), each completion the
+record as fixed-schema JSON (name, version, section, priority, architecture, maintainer
+{name, email}, depends, homepage, description; domain/debian/answer.schema.json). The records
+are split by a --seed'ed hash of their source package into train (80%), validation (10%,
+for specialize --validation) and held-out (10%), so no split holds a sibling package of
+another's; --train and --held-out cap train and held-out (and validation) at their first N
+by that hash. The data is made from what is installed, so it differs between machines.
 
 Without --json it logs each file to stderr; --json prints
 {"files": [{"split","seed","examples","path","bytes"}, ...]} on stdout.
@@ -64,6 +81,9 @@ prompt in the demo model's own format for 'tokenwise generate --prompt-file'.`,
 	fl.IntVar(&f.heldOut, "held-out", 500, "examples in held-out.jsonl (seed 2)")
 	fl.StringVar(&f.example, "example", "", "print one example's text instead of writing files: SPLIT:N, SPLIT train or held-out, N from 1")
 	fl.StringVar(&f.field, "field", "prompt", "with --example: prompt or completion")
+	fl.StringVar(&f.task, "task", "essays", "essays (the demo's seeded essay grading) or debian (this machine's package records as JSON)")
+	fl.Uint64Var(&f.seed, "seed", 1, "with --task debian: the split's seed")
+	fl.BoolVar(&f.apt, "apt", false, "with --task debian: also the apt lists' records (apt-cache dumpavail)")
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"files": [{"split","seed","examples","path","bytes"}]}`)
 	return cmd
 }
@@ -83,7 +103,16 @@ func runCorpus(f corpusFlags, stdout, stderr io.Writer) error {
 	if f.train < 0 || f.heldOut < 0 || f.train+f.heldOut == 0 {
 		return fmt.Errorf("corpus: --train %d, --held-out %d: must not be negative, and not both 0", f.train, f.heldOut)
 	}
-	files, err := domain.WriteSplits(f.out, domain.Splits(f.train, f.heldOut))
+	var files []domain.File
+	var err error
+	switch f.task {
+	case "essays":
+		files, err = domain.WriteSplits(f.out, domain.Splits(f.train, f.heldOut))
+	case "debian":
+		files, err = writeDebian(f)
+	default:
+		return fmt.Errorf("corpus: --task %q: essays or debian", f.task)
+	}
 	if err != nil {
 		return fmt.Errorf("corpus: %w", err)
 	}
@@ -124,4 +153,39 @@ func printExample(f corpusFlags, stdout io.Writer) error {
 		return fmt.Errorf("corpus: --field %q: prompt or completion", f.field)
 	}
 	return err
+}
+
+// writeDebian writes the Debian package task's three splits.
+func writeDebian(f corpusFlags) ([]domain.File, error) {
+	recs, err := debian.System(f.apt)
+	if err != nil {
+		return nil, err
+	}
+	sp := debian.Splits(recs, f.seed)
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return nil, err
+	}
+	var files []domain.File
+	for _, s := range []struct {
+		name string
+		max  int
+	}{{debian.Train, f.train}, {debian.Validation, f.heldOut}, {debian.HeldOut, f.heldOut}} {
+		xs := sp[s.name]
+		if len(xs) > s.max {
+			xs = xs[:s.max]
+		}
+		if len(xs) == 0 {
+			continue
+		}
+		path := filepath.Join(f.out, s.name+".jsonl")
+		var b bytes.Buffer
+		if err := debian.WriteJSONL(&b, xs); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			return nil, err
+		}
+		files = append(files, domain.File{Split: domain.Split{Name: s.name, Seed: f.seed, N: len(xs)}, Path: path, Bytes: int64(b.Len())})
+	}
+	return files, nil
 }

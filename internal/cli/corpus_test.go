@@ -48,7 +48,8 @@ func TestCorpusCommand(t *testing.T) {
 			t.Fatalf("%s: %d texts, want %d", f.Path, len(docs), 2*len(exs))
 		}
 		for i, ex := range exs {
-			if docs[2*i] != (specialize.Doc{Text: ex.Prompt, Side: specialize.Input}) || docs[2*i+1] != (specialize.Doc{Text: ex.Completion, Side: specialize.Output}) {
+			g := i + 1 // one record per line
+			if docs[2*i] != (specialize.Doc{Text: ex.Prompt, Side: specialize.Input, Group: g}) || docs[2*i+1] != (specialize.Doc{Text: ex.Completion, Side: specialize.Output, Group: g}) {
 				t.Fatalf("%s: example %d differs from domain.Generate(%d)", f.Path, i, f.Seed)
 			}
 		}
@@ -133,5 +134,48 @@ func TestCorpusExampleAndPromptFile(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "generate", "--model", repoPath("demo", "model"), "--prompt-file", file+".missing"); err == nil || !strings.Contains(err.Error(), "--prompt-file") {
 		t.Errorf("missing --prompt-file: %v", err)
+	}
+}
+
+// corpus --task debian writes the package-record task's three splits from this machine's
+// status file, capped by --train and --held-out, as specialize reads them.
+func TestCorpusDebian(t *testing.T) {
+	if _, err := os.Stat("/var/lib/dpkg/status"); err != nil {
+		t.Skipf("not a Debian system: %v", err)
+	}
+	dir := t.TempDir()
+	out, stderr, err := runCLI(t, "corpus", "--task", "debian", "--out", dir, "--train", "200", "--held-out", "20", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var got corpusJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Files) != 3 {
+		t.Fatalf("%d files, want train, validation and held-out: %+v", len(got.Files), got.Files)
+	}
+	seen := map[string]string{}
+	for _, fi := range got.Files {
+		docs, err := specialize.ReadCorpus(fi.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(docs) != 2*fi.N || fi.N == 0 || fi.N > 200 || (fi.Name != "train" && fi.N > 20) {
+			t.Fatalf("%s: %d docs for %d examples", fi.Name, len(docs), fi.N)
+		}
+		for i := 0; i < len(docs); i += 2 {
+			var a struct{ Name string }
+			if err := json.Unmarshal([]byte(docs[i+1].Text), &a); err != nil || a.Name == "" {
+				t.Fatalf("%s: completion %q: %v", fi.Name, docs[i+1].Text, err)
+			}
+			if s, dup := seen[a.Name]; dup {
+				t.Fatalf("package %s is in %s and %s", a.Name, s, fi.Name)
+			}
+			seen[a.Name] = fi.Name
+		}
+	}
+	if _, _, err := runCLI(t, "corpus", "--task", "nope", "--out", dir); err == nil || !strings.Contains(err.Error(), "essays or debian") {
+		t.Fatalf("--task nope: %v", err)
 	}
 }

@@ -3,13 +3,16 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tokenwise/tokenwise/convert"
+	"github.com/tokenwise/tokenwise/specialize"
 )
 
 func newExportCmd() *cobra.Command {
@@ -50,6 +53,9 @@ HF -> GGUF -> HF is bit-exact; quantized GGUF weights become f32 in an HF folder
 					return fmt.Errorf("export: --format gguf needs an HF folder as --model, %s is a file", modelPath)
 				}
 				err = convert.HFToGGUF(modelPath, out, opts)
+				if err == nil {
+					warnUnportable(cmd.ErrOrStderr(), modelPath)
+				}
 			case "hf":
 				if st.IsDir() {
 					return fmt.Errorf("export: --format hf needs a .gguf file as --model, %s is a folder", modelPath)
@@ -79,4 +85,19 @@ HF -> GGUF -> HF is bit-exact; quantized GGUF weights become f32 in an HF folder
 	f.StringVar(&name, "name", "", "GGUF general.name (default: the folder's name)")
 	f.BoolVar(&asJSON, "json", false, "print {\"model\",\"format\",\"dtype\",\"out\",\"seconds\"}")
 	return cmd
+}
+
+// warnUnportable says when a GGUF carries added tokens that transformers' GGUF tokenizer
+// converter drops (specialize --portable), so that whoever serves it through vLLM or SGLang
+// knows to pass the tokenizer.json.
+func warnUnportable(w io.Writer, dir string) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return
+	}
+	if n, total, err := specialize.UnportableAdded(data); err == nil && n > 0 {
+		fmt.Fprintf(w, "note: %d of the %d added tokens hold a space or a non-ASCII byte; transformers' GGUF tokenizer "+
+			"(AutoTokenizer with gguf_file=, vLLM and SGLang given only the GGUF) drops them and tokenizes to more ids: "+
+			"give those the tokenizer.json (vLLM --tokenizer %s), or specialize with --portable\n", n, total, dir)
+	}
 }

@@ -104,10 +104,14 @@ func TestSpecializeCommand(t *testing.T) {
 	corpus := domainCorpus(t, 1, 30)
 	held := domainCorpus(t, 2, 10)
 	out := filepath.Join(t.TempDir(), "spec")
-	stdout, _, err := runCLI(t, "specialize", "--model", src, "--corpus", corpus, "--held-out", held,
+	stdout, stderr, err := runCLI(t, "specialize", "--model", src, "--corpus", corpus, "--held-out", held,
 		"--prune", "--add", "64", "--init", "fvt", "--out", out, "--json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Merged tokens are untrained until adapt: specialize says so, with the command.
+	if !strings.Contains(stderr, "degenerate") || !strings.Contains(stderr, "tokenwise adapt --model "+out+" --corpus "+corpus) {
+		t.Errorf("no adapt notice on stderr:\n%s", stderr)
 	}
 	var r struct {
 		VocabBefore int `json:"vocab_before"`
@@ -175,6 +179,7 @@ func TestSpecializeErrors(t *testing.T) {
 		{[]string{"specialize", "--model", ".", "--corpus", bad, "--out", "x"}, "nothing to do"},
 		{[]string{"specialize", "--model", ".", "--corpus", bad, "--out", "x", "--prune"}, "bad.jsonl:1"},
 		{[]string{"analyze", "--tokenizer", "nope.json", "--corpus", bad}, "nope.json"},
+		{[]string{"specialize", "--model", ".", "--corpus", bad, "--out", "x", "--add", "8", "--min-support", "2"}, "fraction in [0, 1]"},
 	} {
 		_, _, err := runCLI(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
