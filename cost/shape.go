@@ -76,13 +76,14 @@ func (s *Shape) Validate() error {
 	return nil
 }
 
-// FromModelConfig converts a config tokenwise runs (dense only).
+// FromModelConfig converts a config tokenwise runs, dense or a mixture of experts.
 func FromModelConfig(c *model.Config) *Shape {
 	return &Shape{
 		Name: c.Architecture, Vocab: c.VocabSize, Hidden: c.HiddenSize, Intermediate: c.IntermediateSize,
 		Layers: c.NumLayers, Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
 		TiedEmbeddings: c.TieEmbeddings, AttentionBias: c.AttentionBias, QKNorm: c.Arch() != nil && c.Arch().QKNorm,
 		MaxPositions: c.MaxPositions,
+		Experts:      c.NumExperts, ExpertsPerTok: c.ExpertsPerTok, MoEIntermediate: c.ExpertSize,
 	}
 }
 

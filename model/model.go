@@ -89,6 +89,7 @@ func (c kvMem) bytes() int { return 4*cap(c.k) + 2*cap(c.k16) }
 type layer interface {
 	forward(r *run, index int)
 	linears() []linear // its projections, for accounting
+	active() []linear  // those one token's step reads (a mixture of experts: router and k experts)
 }
 
 // loader binds one architecture's layers.
@@ -243,23 +244,24 @@ func (m *Model) KVBytesPerToken() int {
 	return KVBytesPerTokenOf(m.cfg, tensor.F32)
 }
 
-// DecodeBytes is the number of weight bytes one decode step reads: every layer's
-// projections and the LM head (the embedding contributes one row). Decode speed in tokens/s
-// times this is the effective memory bandwidth.
+// DecodeBytes is the number of weight bytes one decode step of one sequence reads: every
+// layer's projections (of a mixture of experts, the router and the k experts the token
+// picks) and the LM head (the embedding contributes one row). Decode speed in tokens/s times
+// this is the effective memory bandwidth.
 func (m *Model) DecodeBytes() int64 {
 	n := int64(len(m.head.Data)) + int64(len(m.embed.Data)/m.embed.Rows)
-	for _, l := range m.linears() {
+	for _, l := range m.active() {
 		n += int64(len(l.w.Data))
 	}
 	return n
 }
 
 // DecodeFLOPs is the number of floating-point operations of the weight products in one
-// decode step (2 per weight); attention over the cache adds 4·layers·heads·head_dim per
-// cached position.
+// decode step (2 per weight read, DecodeBytes' weights); attention over the cache adds
+// 4·layers·heads·head_dim per cached position.
 func (m *Model) DecodeFLOPs() int64 {
 	n := 2 * int64(m.head.Rows) * int64(m.head.Cols)
-	for _, l := range m.linears() {
+	for _, l := range m.active() {
 		n += 2 * int64(l.w.Rows) * int64(l.w.Cols)
 	}
 	return n
@@ -270,6 +272,15 @@ func (m *Model) linears() []linear {
 	var out []linear
 	for _, l := range m.layers {
 		out = append(out, l.linears()...)
+	}
+	return out
+}
+
+// active lists the projections one decode step reads.
+func (m *Model) active() []linear {
+	var out []linear
+	for _, l := range m.layers {
+		out = append(out, l.active()...)
 	}
 	return out
 }
