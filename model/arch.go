@@ -78,8 +78,12 @@ func ArchByHFClass(class string) (*Arch, error) {
 // name ("llama" is Llama, not Mistral).
 func ArchByGGUF(name string) (*Arch, error) { return archByGGUF(name, false) }
 
-// archByGGUF returns the first row of GGUF name with or without experts (a "llama" file with
-// an expert_count is Mixtral).
+// ArchByGGUFExperts is ArchByGGUF for a file with (moe) or without an expert_count: a
+// "llama" file with experts is Mixtral.
+func ArchByGGUFExperts(name string, moe bool) (*Arch, error) { return archByGGUF(name, moe) }
+
+// archByGGUF returns the first row of GGUF name with or without experts, else the first of
+// that name.
 func archByGGUF(name string, moe bool) (*Arch, error) {
 	for i := range archs {
 		if archs[i].GGUF == name && archs[i].MoE == moe {
