@@ -70,8 +70,9 @@ type Model struct {
 	scratch *kernels.Scratch
 	closer  io.Closer
 
-	mu  sync.Mutex
-	run run
+	mu      sync.Mutex
+	run     run
+	routing func(layer int, experts []int32) // ObserveRouting's (under mu)
 	// spare is the cache memory of the last released sequence, for the next one (under mu).
 	spare kvMem
 }

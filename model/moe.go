@@ -41,9 +41,17 @@ type moeScratch struct {
 	x      []float32 // the gathered inputs of one expert's tokens
 	g, u   []float32 // their gate and up activations
 	y      []float32 // n × k × hidden: each slot's weighted expert output
-	// Choices, when not nil, is appended every token's chosen experts per layer: the router
-	// statistics the cost model's distinct-experts estimate is checked against.
-	choices func(layer int, sel []int32)
+}
+
+// ObserveRouting has f called in every later pass, after each mixture-of-experts layer has
+// routed the pass's tokens, with the layer and the experts each token picked (tokens × k, in
+// the pass's token order, each token's in descending weight; valid during the call): the
+// router's statistics, which the cost model's count of the distinct experts a batch reads is
+// checked against. nil stops it. A dense model never calls f.
+func (m *Model) ObserveRouting(f func(layer int, experts []int32)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.routing = f
 }
 
 // route fills s.sel and s.w from the router logits of n tokens.
@@ -96,8 +104,8 @@ func (m *moe) forward(r *run, layer int, in []float32) []float32 {
 	s.sel, s.order = s.sel[:n*k], s.order[:n*k]
 	s.w = grow(s.w, n*k)
 	m.route(s, n, e)
-	if s.choices != nil {
-		s.choices(layer, s.sel)
+	if f := r.m.routing; f != nil {
+		f(layer, s.sel)
 	}
 	s.y = grow(s.y, n*k*d)
 	out := r.mlpOut[:n*d]
