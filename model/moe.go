@@ -1,6 +1,8 @@
 package model
 
 import (
+	"slices"
+
 	"github.com/tokenwise/tokenwise/kernels"
 )
 
@@ -67,7 +69,7 @@ func (m *moe) route(s *moeScratch, n, experts int) {
 			sel[j], w[j] = -1, -1
 		}
 		for e, v := range p {
-			if v <= w[k-1] {
+			if !(v > w[k-1]) { // NaN (from non-finite activations) is never picked
 				continue
 			}
 			j := k - 1
@@ -76,6 +78,19 @@ func (m *moe) route(s *moeScratch, n, experts int) {
 				j--
 			}
 			sel[j], w[j] = int32(e), v
+		}
+		// Non-finite logits leave slots unfilled: give them the lowest unpicked experts with
+		// weight 0, so the pass runs (its logits are NaN anyway) instead of indexing -1.
+		for j := range k {
+			if sel[j] >= 0 {
+				continue
+			}
+			for e := int32(0); ; e++ {
+				if !slices.Contains(sel, e) {
+					sel[j], w[j] = e, 0
+					break
+				}
+			}
 		}
 		if m.norm {
 			var sum float32
