@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
 )
 
 // route picks the k most probable experts in descending order, with the softmax over all
@@ -41,4 +43,55 @@ func TestRoute(t *testing.T) {
 	if !slices.Equal(s.sel, []int32{0, 1}) || s.w[0] != 0 || s.w[1] != 0 {
 		t.Errorf("NaN logits: experts %v weights %v, want [0 1] with weight 0", s.sel, s.w)
 	}
+}
+
+// BenchmarkMoEExperts times one mixture-of-experts layer's experts over a pass of 64 tokens
+// (64 experts of 1024×256, 8 per token, bf16, one thread): grouped, each expert that any
+// token picked multiplying all its tokens in one product (what forward does), against per
+// token, each token's 8 experts read for it alone (forward on one token at a time). Both
+// do the same arithmetic; grouping reads each expert's weights once per pass. Measured on
+// this project's AMD EPYC (2 cores shared, load ~25), -count 3 interleaved: grouped 63.7,
+// 64.7, 67.1 ms; per token 98.7, 107.8, 124.7 ms (1.5-1.9×; 8 tokens per expert on average).
+//
+//	go test ./model -run '^$' -bench MoEExperts -count 3
+func BenchmarkMoEExperts(b *testing.B) {
+	js := `{"model_type":"qwen3_moe","vocab_size":64,"hidden_size":1024,"intermediate_size":64,"num_hidden_layers":1,
+		"num_attention_heads":8,"num_key_value_heads":8,"max_position_embeddings":128,"num_experts":64,"num_experts_per_tok":8,
+		"moe_intermediate_size":256,"norm_topk_prob":true}`
+	cfg, err := ParseConfig([]byte(js))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := RandomWeights(cfg, 1, tensor.BF16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := build(cfg, newMemSource(ws), hfNames, false, Options{Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	l := m.layers[0].(*moeBlock)
+	const n = 64
+	d := cfg.HiddenSize
+	in := make([]float32, n*d)
+	for i := range in {
+		in[i] = float32(math.Sin(float64(i)))
+	}
+	r := &run{m: m}
+	r.mlpOut = make([]float32, n*d)
+	b.Run("grouped", func(b *testing.B) {
+		for b.Loop() {
+			r.n = n
+			l.moe.forward(r, 0, in)
+		}
+	})
+	b.Run("per-token", func(b *testing.B) {
+		for b.Loop() {
+			r.n = 1
+			for t := range n {
+				l.moe.forward(r, 0, in[t*d:(t+1)*d])
+			}
+		}
+	})
 }
