@@ -11,7 +11,7 @@ import (
 // Config is the shape of a decoder-only transformer, read from a Hugging Face config.json or
 // from GGUF metadata. Field names follow config.json.
 type Config struct {
-	Architecture     string // Arch.ModelType: "llama", "mistral", "qwen2", "qwen3"
+	Architecture     string // Arch.ModelType: "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"
 	VocabSize        int
 	HiddenSize       int
 	IntermediateSize int
@@ -56,8 +56,9 @@ type RopeScaling struct {
 
 // HFConfig is a Hugging Face config.json as written, before defaults: the one reader of that
 // file, which model, convert, cost and the CLI share. Config turns it into a shape tokenwise
-// runs; the mixture-of-experts fields are there for the cost model, which can price models
-// tokenwise does not run.
+// runs; the mixture-of-experts fields are read by Config for the MoE rows of the table, and
+// by the cost model, which also prices MoE models tokenwise does not run (shared experts,
+// DeepSeek's).
 type HFConfig struct {
 	ModelType             string          `json:"model_type"`
 	Architectures         []string        `json:"architectures,omitempty"`

@@ -1,5 +1,6 @@
-// Package model runs decoder-only transformers (Llama, Mistral, Qwen2, Qwen3) from Hugging
-// Face safetensors folders and GGUF files.
+// Package model runs decoder-only transformers (Llama, Mistral, Qwen2, Qwen3, and the
+// mixtures of experts Qwen3-MoE and Mixtral) from Hugging Face safetensors folders and GGUF
+// files.
 //
 // A forward pass has two phases. Prefill takes the whole prompt at once: every projection is
 // a matrix×matrix product, so each weight read from memory serves all prompt tokens
@@ -9,7 +10,8 @@
 //
 // The architectures are rows of one table (arch.go): their names in config.json and GGUF and
 // the flags that set them apart. A decoder block is one file that lists its weights and reads
-// like its block diagram (llama.go, shared by all four today); the building blocks are in
+// like its block diagram (llama.go, shared by the four dense ones; qwen3moe.go and mixtral.go,
+// Llama's block with the mixture of experts of moe.go for its MLP); the building blocks are in
 // layers.go, the kernels in package kernels.
 package model
 
