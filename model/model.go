@@ -70,7 +70,11 @@ type Model struct {
 	chunk   int // most tokens per batched pass (prefillChunk)
 	pool    *kernels.Pool
 	scratch *kernels.Scratch
-	closer  io.Closer
+	// solo are one-thread pools, one per worker of pool, for a mixture of experts whose
+	// workers take whole experts (moe.go); nil for a dense model.
+	solo        []*kernels.Pool
+	soloScratch []*kernels.Scratch
+	closer      io.Closer
 
 	mu      sync.Mutex
 	run     run
@@ -167,6 +171,12 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	m.chunk = prefillChunk
 	m.pool = kernels.NewPool(opts.Threads)
 	m.scratch = kernels.NewScratch(m.pool.Threads())
+	if cfg.MoE() {
+		for range m.pool.Threads() {
+			m.solo = append(m.solo, kernels.NewPool(1))
+			m.soloScratch = append(m.soloScratch, kernels.NewScratch(1))
+		}
+	}
 	return m, nil
 }
 
@@ -299,6 +309,9 @@ func (m *Model) Config() *Config { return m.cfg }
 // Close releases the workers and the file mapping.
 func (m *Model) Close() error {
 	m.pool.Close()
+	for _, p := range m.solo {
+		p.Close()
+	}
 	if m.closer != nil {
 		return m.closer.Close()
 	}
