@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -145,5 +146,62 @@ func BenchmarkMoEBatchedDecode(b *testing.B) {
 				l.moe.forward(r, 0, in[:c.n*d])
 			}
 		})
+	}
+}
+
+// A checkpoint in transformers 5's fused expert layout (mlp.experts.gate_up_proj and
+// mlp.experts.down_proj; Mixtral's block_sparse_moe renamed mlp) gives the logits of the
+// same weights as per-expert tensors, bit for bit.
+func TestFusedExpertLayout(t *testing.T) {
+	for _, name := range []string{"qwen3moe-experts", "mixtral-experts"} {
+		m, _, ws := testModel(t, name, tensor.BF16, 2)
+		cfg := m.cfg
+		byName := map[string]tensor.Info{}
+		for _, w := range ws {
+			byName[w.Name] = w
+		}
+		fused := memSource{}
+		for _, w := range ws {
+			fused[w.Name] = w
+		}
+		for i := range cfg.NumLayers {
+			p := fmt.Sprintf("model.layers.%d.", i)
+			gu := tensor.Info{Name: p + "mlp.experts.gate_up_proj", DType: tensor.BF16, Shape: []int{cfg.NumExperts, 2 * cfg.ExpertSize, cfg.HiddenSize}}
+			dn := tensor.Info{Name: p + "mlp.experts.down_proj", DType: tensor.BF16, Shape: []int{cfg.NumExperts, cfg.HiddenSize, cfg.ExpertSize}}
+			for e := range cfg.NumExperts {
+				router, g, u, d, _ := cfg.Arch().ExpertTensorNames(i, e)
+				gu.Data = append(append(gu.Data, byName[g].Data...), byName[u].Data...)
+				dn.Data = append(dn.Data, byName[d].Data...)
+				delete(fused, g)
+				delete(fused, u)
+				delete(fused, d)
+				if e == 0 {
+					r := byName[router]
+					delete(fused, router)
+					r.Name = p + "mlp.gate.weight"
+					fused[r.Name] = r
+				}
+			}
+			fused[gu.Name], fused[dn.Name] = gu, dn
+		}
+		f, err := build(cfg, fused, hfNames, false, Options{Threads: 2})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, err := m.Prefill(m.NewSequence(0), testPrompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = slices.Clone(want)
+		got, err := f.Prefill(f.NewSequence(0), testPrompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: logit %d = %v fused, %v per expert", name, i, got[i], want[i])
+			}
+		}
+		f.Close()
 	}
 }

@@ -164,6 +164,11 @@ func (b *binder) experts(layer int, hf, stacked string, rows, cols int) []kernel
 	e := b.cfg.NumExperts
 	ms := make([]kernels.Mat, e)
 	if !b.names.gguf {
+		if _, ok := b.src.Tensor(b.names.layer(layer, fmt.Sprintf(hf, 0)+".weight")); !ok {
+			if f, ok := b.fusedExperts(layer, stacked, rows, cols); ok {
+				return f
+			}
+		}
 		for j := range ms {
 			ms[j] = b.matrix(b.names.layer(layer, fmt.Sprintf(hf, j)+".weight"), rows, cols)
 		}
@@ -202,12 +207,58 @@ func (a *Arch) ExpertTensorNames(i, e int) (router, gate, up, down string, ok bo
 	return p + n.router + ".weight", p + fmt.Sprintf(n.gate, e) + ".weight", p + fmt.Sprintf(n.up, e) + ".weight", p + fmt.Sprintf(n.down, e) + ".weight", true
 }
 
+// fusedExperts binds one projection of a layer's experts from transformers 5's own layout,
+// which save_pretrained writes with save_original_format=False (the default writes the
+// per-expert tensors of the published checkpoints): mlp.experts.gate_up_proj [experts,
+// 2·size, hidden], each expert's gate rows then its up rows, and mlp.experts.down_proj
+// [experts, hidden, size]. ok is false when the layer has no such tensor.
+func (b *binder) fusedExperts(layer int, stacked string, rows, cols int) ([]kernels.Mat, bool) {
+	e := b.cfg.NumExperts
+	name, shape, half := "mlp.experts.down_proj", []int{e, rows, cols}, -1
+	switch stacked {
+	case "ffn_gate_exps":
+		name, shape, half = "mlp.experts.gate_up_proj", []int{e, 2 * rows, cols}, 0
+	case "ffn_up_exps":
+		name, shape, half = "mlp.experts.gate_up_proj", []int{e, 2 * rows, cols}, 1
+	}
+	name = b.names.layer(layer, name)
+	if _, ok := b.src.Tensor(name); !ok {
+		return nil, false
+	}
+	ms := make([]kernels.Mat, e)
+	t, ok := b.find(name, shape, false)
+	if !ok {
+		return ms, true
+	}
+	per := len(t.Data) / e
+	for j := range ms {
+		blk := t.Data[j*per : (j+1)*per]
+		if half >= 0 {
+			blk = blk[half*per/2 : (half+1)*per/2]
+		}
+		m, err := kernels.NewMat(t.DType, rows, cols, blk)
+		if err != nil {
+			b.fail(fmt.Errorf("tensor %q expert %d: %w", name, j, err))
+			return ms, true
+		}
+		ms[j] = m
+	}
+	return ms, true
+}
+
 // moe binds a layer's mixture of experts: the router ([experts, hidden]) and the experts'
 // SwiGLU projections.
 func (b *binder) moe(layer int, n expertNames) moe {
 	c := b.cfg
+	router := n.router
+	if _, ok := b.src.Tensor(b.names.layer(layer, router+".weight")); !ok && !b.names.gguf {
+		// transformers 5 renames Mixtral's block_sparse_moe to mlp in its own layout.
+		if _, ok := b.src.Tensor(b.names.layer(layer, "mlp.gate.weight")); ok {
+			router = "mlp.gate"
+		}
+	}
 	return moe{
-		router: b.linear(layer, n.router, c.NumExperts, c.HiddenSize, false),
+		router: b.linear(layer, router, c.NumExperts, c.HiddenSize, false),
 		gate:   b.experts(layer, n.gate, "ffn_gate_exps", c.ExpertSize, c.HiddenSize),
 		up:     b.experts(layer, n.up, "ffn_up_exps", c.ExpertSize, c.HiddenSize),
 		down:   b.experts(layer, n.down, "ffn_down_exps", c.HiddenSize, c.ExpertSize),
