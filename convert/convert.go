@@ -3,7 +3,9 @@
 // llama.cpp runs, and back.
 //
 // It does what llama.cpp's convert_hf_to_gguf.py does for the architectures tokenwise runs:
-// llama.cpp tensor names, the q/k row permutation of its "llama" graph (Llama, Mistral),
+// llama.cpp tensor names (a mixture of experts' per-expert tensors stacked into one
+// [experts, rows, cols] tensor per projection), the q/k row permutation of its "llama" graph
+// (Llama, Mistral, Mixtral),
 // the architecture metadata ("llama.*", "qwen2.*", "qwen3.*"), Llama 3 rope scaling as a
 // rope_freqs tensor, and the tokenizer as tokenizer.ggml.* metadata. Both directions keep
 // every tensor bit-exact when the dtype is unchanged; 1-D tensors (norms, biases) are stored
@@ -110,9 +112,16 @@ func HFToGGUF(dir, out string, opts Options) error {
 	}
 	defer st.Close()
 
+	if cfg.MoE() && !cfg.NormTopKProb {
+		return fmt.Errorf("%s: norm_topk_prob false: llama.cpp's %s graph always renormalizes the picked experts' weights, so the GGUF would run another model", cfgPath, arch)
+	}
+	experts := expertTensors(cfg)
 	var tensors []tensor.Info
 	fileType := -1
 	for _, name := range st.Names() {
+		if _, ok := experts[name]; ok {
+			continue // stacked below
+		}
 		t, _ := st.Tensor(name)
 		gname, _, skip, err := ggufName(name)
 		if err != nil {
@@ -150,6 +159,16 @@ func HFToGGUF(dir, out string, opts Options) error {
 		t.Name = gname
 		tensors = append(tensors, t)
 	}
+	if cfg.MoE() {
+		stacked, err := stackExperts(st, cfg, target, convertAll)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if fileType < 0 && len(stacked) > 0 {
+			fileType = ggufFileType(stacked[0].DType)
+		}
+		tensors = append(tensors, stacked...)
+	}
 	if rs != nil && rs.Type == "llama3" {
 		f := llama3RopeFactors(rs, cfg.RopeTheta, cfg.HeadDim)
 		tensors = append(tensors, tensor.Info{Name: "rope_freqs.weight", DType: tensor.F32, Shape: []int{len(f)}, Data: tensor.Bytes(f)})
@@ -184,6 +203,12 @@ func HFToGGUF(dir, out string, opts Options) error {
 		kv{arch + ".rope.freq_base", float32(cfg.RopeTheta)},
 		kv{arch + ".attention.layer_norm_rms_epsilon", float32(cfg.RMSNormEps)},
 	)
+	if cfg.MoE() {
+		meta = append(meta, kv{arch + ".expert_count", uint32(cfg.NumExperts)}, kv{arch + ".expert_used_count", uint32(cfg.ExpertsPerTok)})
+		if cfg.ExpertSize != cfg.IntermediateSize {
+			meta = append(meta, kv{arch + ".expert_feed_forward_length", uint32(cfg.ExpertSize)})
+		}
+	}
 	if rs != nil {
 		if rs.Type == "linear" {
 			meta = append(meta, kv{arch + ".rope.scaling.type", "linear"}, kv{arch + ".rope.scaling.factor", float32(rs.Factor)})
@@ -236,7 +261,12 @@ func ggufOrder(name string) int {
 		}
 		for j, p := range blockNames {
 			if p[1] == part {
-				return 2 + n*len(blockNames) + j
+				return 2 + n*(len(blockNames)+len(stackedNames)) + j
+			}
+		}
+		for j, p := range stackedNames {
+			if p == part {
+				return 2 + n*(len(blockNames)+len(stackedNames)) + len(blockNames) + j
 			}
 		}
 	}
@@ -284,14 +314,103 @@ func checkTensors(ts []tensor.Info, c *model.Config) error {
 			{"attn_v.weight", []int{kvd, c.HiddenSize}},
 			{"attn_output.weight", []int{c.HiddenSize, q}},
 			{"ffn_norm.weight", []int{c.HiddenSize}},
+		} {
+			if err := want(p+w.name, w.shape...); err != nil {
+				return err
+			}
+		}
+		mlp := []struct {
+			name  string
+			shape []int
+		}{
 			{"ffn_gate.weight", []int{c.IntermediateSize, c.HiddenSize}},
 			{"ffn_up.weight", []int{c.IntermediateSize, c.HiddenSize}},
 			{"ffn_down.weight", []int{c.HiddenSize, c.IntermediateSize}},
-		} {
+		}
+		if c.MoE() {
+			e, es := c.NumExperts, c.ExpertSize
+			mlp = []struct {
+				name  string
+				shape []int
+			}{
+				{"ffn_gate_inp.weight", []int{e, c.HiddenSize}},
+				{"ffn_gate_exps.weight", []int{e, es, c.HiddenSize}},
+				{"ffn_up_exps.weight", []int{e, es, c.HiddenSize}},
+				{"ffn_down_exps.weight", []int{e, c.HiddenSize, es}},
+			}
+		}
+		for _, w := range mlp {
 			if err := want(p+w.name, w.shape...); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// stackedNames are llama.cpp's per-layer expert tensors, each all experts' matrices of one
+// projection stacked as [experts, rows, cols] (convert_hf_to_gguf.py merges Hugging Face's
+// per-expert tensors into them).
+var stackedNames = []string{"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}
+
+// expertTensors names the per-expert Hugging Face tensors of cfg: name → (layer,
+// projection 0..2 as in stackedNames, expert).
+func expertTensors(cfg *model.Config) map[string][3]int {
+	out := map[string][3]int{}
+	a := cfg.Arch()
+	for i := range cfg.NumLayers {
+		for e := range cfg.NumExperts {
+			_, g, u, d, ok := a.ExpertTensorNames(i, e)
+			if !ok {
+				return out
+			}
+			for j, n := range []string{g, u, d} {
+				out[n] = [3]int{i, j, e}
+			}
+		}
+	}
+	return out
+}
+
+// stackExperts reads every layer's per-expert tensors from st and returns the stacked GGUF
+// tensors, each expert cast to dtype to (with all; else kept in its own), in whole blocks of
+// a quantized dtype or else f16, as for the other matrices.
+func stackExperts(st *safetensors.Model, cfg *model.Config, to tensor.DType, all bool) ([]tensor.Info, error) {
+	a := cfg.Arch()
+	var out []tensor.Info
+	for i := range cfg.NumLayers {
+		for j, stacked := range stackedNames {
+			s := tensor.Info{Name: fmt.Sprintf("blk.%d.%s", i, stacked)}
+			for e := range cfg.NumExperts {
+				_, g, u, d, _ := a.ExpertTensorNames(i, e)
+				name := []string{g, u, d}[j]
+				t, ok := st.Tensor(name)
+				if !ok {
+					return nil, fmt.Errorf("tensor %s: missing (%s has %d experts)", name, cfg.Architecture, cfg.NumExperts)
+				}
+				if len(t.Shape) != 2 {
+					return nil, fmt.Errorf("tensor %s: shape %v, want a matrix", name, t.Shape)
+				}
+				dt := t.DType
+				if all {
+					dt = to
+				}
+				if dt.Quantized() && t.Shape[1]%dt.BlockSize() != 0 {
+					dt = tensor.F16
+				}
+				c, err := castTensor(t, dt)
+				if err != nil {
+					return nil, err
+				}
+				if e == 0 {
+					s.DType, s.Shape = c.DType, []int{cfg.NumExperts, c.Shape[0], c.Shape[1]}
+				} else if c.DType != s.DType || c.Shape[0] != s.Shape[1] || c.Shape[1] != s.Shape[2] {
+					return nil, fmt.Errorf("tensor %s: %v%v, expert 0 has %v%v", name, c.DType, c.Shape, s.DType, s.Shape[1:])
+				}
+				s.Data = append(s.Data, c.Data...)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -112,7 +113,8 @@ type synthArch struct {
 
 // tinyArchs are small configs covering every supported architecture and the conversions'
 // special cases: GQA, tied/untied, Qwen2 biases, Qwen3 q/k norms with head_dim != hidden/heads,
-// linear and Llama 3 rope scaling, Mistral (llama in GGUF), vocabulary padding.
+// linear and Llama 3 rope scaling, Mistral (llama in GGUF), vocabulary padding, and the
+// mixtures of experts (stacked expert tensors; Mixtral is llama with experts in GGUF).
 func tinyArchs() []synthArch {
 	base := func(mt string) map[string]any {
 		a, _ := model.LookupArch(mt)
@@ -137,12 +139,19 @@ func tinyArchs() []synthArch {
 	qwen2["tie_word_embeddings"] = true
 	qwen3 := base("qwen3")
 	qwen3["head_dim"] = 32
+	qwen3moe := base("qwen3_moe")
+	qwen3moe["head_dim"] = 32
+	qwen3moe["num_experts"], qwen3moe["num_experts_per_tok"], qwen3moe["moe_intermediate_size"], qwen3moe["norm_topk_prob"] = 6, 2, 32, true
+	mixtral := base("mixtral")
+	mixtral["num_local_experts"], mixtral["num_experts_per_tok"] = 4, 2
 	return []synthArch{
 		{"llama", llama, "llama-bpe"},
 		{"llama3-tied", llama3, "llama-bpe"},
 		{"mistral", mistral, "smollm"},
 		{"qwen2", qwen2, "qwen2"},
 		{"qwen3", qwen3, "qwen2"},
+		{"qwen3moe", qwen3moe, "qwen2"},
+		{"mixtral", mixtral, "smollm"},
 	}
 }
 
@@ -476,5 +485,22 @@ func TestConfigAgreesWithModel(t *testing.T) {
 				t.Errorf("GGUF shape %+v, config.json %+v (untied by default)", of(got), of(want))
 			}
 		})
+	}
+}
+
+// A Qwen3-MoE checkpoint without norm_topk_prob is not exported: llama.cpp's qwen3moe graph
+// would renormalize its experts' weights and so run another model.
+func TestExportMoEUnnormed(t *testing.T) {
+	a := tinyArchs()[5]
+	if a.name != "qwen3moe" {
+		t.Fatalf("tinyArchs()[5] is %s", a.name)
+	}
+	a.config = maps.Clone(a.config)
+	a.config["norm_topk_prob"] = false
+	dir := filepath.Join(t.TempDir(), "hf")
+	writeSynth(t, dir, a, tensor.F32)
+	err := HFToGGUF(dir, filepath.Join(t.TempDir(), "x.gguf"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "norm_topk_prob") {
+		t.Errorf("error %v, want one naming norm_topk_prob", err)
 	}
 }

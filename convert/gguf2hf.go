@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/tokenwise/tokenwise/formats/gguf"
@@ -37,7 +38,8 @@ func GGUFToHF(path, outDir string, opts Options) error {
 	if !ok {
 		return fmt.Errorf("%s: general.architecture missing", path)
 	}
-	a, err := model.ArchByGGUF(arch)
+	experts, _ := m.uint(arch + ".expert_count")
+	a, err := model.ArchByGGUFExperts(arch, experts > 0)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -57,6 +59,9 @@ func GGUFToHF(path, outDir string, opts Options) error {
 			return 0, fmt.Errorf("%s: %s.%s missing or not an integer", path, arch, key)
 		}
 		return int(v), nil
+	}
+	if a.MoE != (experts > 0) {
+		return fmt.Errorf("%s: %s.expert_count %d for %s", path, arch, experts, a.ModelType)
 	}
 	var c model.HFConfig
 	c.ModelType = a.ModelType
@@ -104,6 +109,27 @@ func GGUFToHF(path, outDir string, opts Options) error {
 		c.RopeScaling, _ = json.Marshal(map[string]any{"rope_type": "linear", "factor": roundF32(factor)})
 	}
 
+	if a.MoE {
+		// llama.cpp's graphs renormalize the picked experts' weights: Mixtral's routing,
+		// Qwen3-MoE's norm_topk_prob true.
+		used, ok := m.uint(arch + ".expert_used_count")
+		if !ok {
+			return fmt.Errorf("%s: %s.expert_used_count missing", path, arch)
+		}
+		c.NumExpertsPerTok = int(used)
+		if a.ModelType == "mixtral" {
+			c.NumLocalExperts = int(experts)
+		} else {
+			c.NumExperts = int(experts)
+			c.MoEIntermediateSize = c.IntermediateSize
+			if v, ok := m.uint(arch + ".expert_feed_forward_length"); ok {
+				c.MoEIntermediateSize = int(v)
+			}
+			yes := true
+			c.NormTopKProb = &yes
+		}
+	}
+
 	// Tensors.
 	byGG := map[string]tensor.Info{}
 	for _, t := range f.Tensors() {
@@ -136,9 +162,20 @@ func GGUFToHF(path, outDir string, opts Options) error {
 
 	var tensors []tensor.Info
 	for _, t := range f.Tensors() {
-		name, _, skip, err := hfName(t.Name)
+		if layer, j, ok := stackedName(t.Name); ok && a.MoE {
+			ts, err := unstackExperts(t, a, layer, j, out)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			tensors = append(tensors, ts...)
+			continue
+		}
+		name, layer, skip, err := hfName(t.Name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
+		}
+		if strings.HasSuffix(t.Name, ".ffn_gate_inp.weight") && a.MoE {
+			name, _, _, _, _ = a.ExpertTensorNames(layer, 0) // the architecture's router
 		}
 		if skip {
 			continue
@@ -160,11 +197,19 @@ func GGUFToHF(path, outDir string, opts Options) error {
 		t.Name = name
 		tensors = append(tensors, t)
 	}
-	ggNames := make([]tensor.Info, len(tensors))
-	for i, t := range tensors {
-		gname, _, _, _ := ggufName(t.Name)
-		ggNames[i] = t
-		ggNames[i].Name = gname
+	var ggNames []tensor.Info
+	for _, t := range tensors {
+		if gname, _, _, err := ggufName(t.Name); err == nil {
+			t.Name = gname
+			ggNames = append(ggNames, t)
+		}
+	}
+	if a.MoE {
+		for _, t := range f.Tensors() {
+			if _, _, ok := stackedName(t.Name); ok {
+				ggNames = append(ggNames, t)
+			}
+		}
 	}
 	// The config.json to be written, read back as tokenwise reads it.
 	mc, err := c.Config()
@@ -243,6 +288,18 @@ func configJSON(c *model.HFConfig, bos, eos int) ([]byte, error) {
 		"attention_bias":          c.AttentionBias,
 		"mlp_bias":                false,
 	}
+	if c.NumLocalExperts > 0 {
+		m["num_local_experts"] = c.NumLocalExperts
+	}
+	if c.NumExperts > 0 {
+		m["num_experts"], m["moe_intermediate_size"] = c.NumExperts, c.MoEIntermediateSize
+	}
+	if c.NumExpertsPerTok > 0 {
+		m["num_experts_per_tok"] = c.NumExpertsPerTok
+	}
+	if c.NormTopKProb != nil {
+		m["norm_topk_prob"] = *c.NormTopKProb
+	}
 	if len(c.RopeScaling) > 0 {
 		m["rope_scaling"] = c.RopeScaling
 	} else {
@@ -261,4 +318,45 @@ func configJSON(c *model.HFConfig, bos, eos int) ([]byte, error) {
 		return nil, fmt.Errorf("config.json: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// stackedName parses blk.N.ffn_{gate,up,down}_exps.weight: the layer and the projection's
+// index in stackedNames.
+func stackedName(gg string) (layer, proj int, ok bool) {
+	rest, ok := strings.CutPrefix(gg, "blk.")
+	if !ok {
+		return 0, 0, false
+	}
+	idx, part, _ := strings.Cut(rest, ".")
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 {
+		return 0, 0, false
+	}
+	for j, n := range stackedNames {
+		if part == n {
+			return i, j, true
+		}
+	}
+	return 0, 0, false
+}
+
+// unstackExperts splits a stacked [experts, rows, cols] GGUF tensor into a's per-expert
+// Hugging Face tensors in dtype out.
+func unstackExperts(t tensor.Info, a *model.Arch, layer, proj int, out tensor.DType) ([]tensor.Info, error) {
+	if len(t.Shape) != 3 {
+		return nil, fmt.Errorf("tensor %s: shape %v, want [experts, rows, cols]", t.Name, t.Shape)
+	}
+	e := t.Shape[0]
+	per := len(t.Data) / e
+	var ts []tensor.Info
+	for x := range e {
+		_, g, u, d, _ := a.ExpertTensorNames(layer, x)
+		one := tensor.Info{Name: []string{g, u, d}[proj], DType: t.DType, Shape: []int{t.Shape[1], t.Shape[2]}, Data: t.Data[x*per : (x+1)*per]}
+		one, err := castTensor(one, out)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, one)
+	}
+	return ts, nil
 }

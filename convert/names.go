@@ -33,6 +33,9 @@ var blockNames = [][2]string{
 	{"mlp.gate_proj.weight", "ffn_gate.weight"},
 	{"mlp.up_proj.weight", "ffn_up.weight"},
 	{"mlp.down_proj.weight", "ffn_down.weight"},
+	// The routers of Qwen3-MoE and Mixtral (their experts are stacked: stackExperts).
+	{"mlp.gate.weight", "ffn_gate_inp.weight"},
+	{"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
 }
 
 // ggufName returns the GGUF name of an HF tensor, and the layer index (-1 for global tensors).

@@ -47,8 +47,8 @@ type BenchResult struct {
 	PrefillTokS  float64 `json:"prefill_tok_s"`
 	DecodeTokS   float64 `json:"decode_tok_s"`
 	// DecodeGBs is the bytes one decode step must read — every weight tensor as stored
-	// (the embedding table only when it is also the LM head) and the KV cache so far —
-	// times steps per second.
+	// (the embedding table only when it is also the LM head; of a mixture of experts, the
+	// k experts a token picks per layer) and the KV cache so far — times steps per second.
 	DecodeGBs       float64 `json:"decode_gb_s"`
 	PrefillGFLOPS   float64 `json:"prefill_gflop_s"`
 	DecodeGFLOPS    float64 `json:"decode_gflop_s"`
@@ -70,9 +70,18 @@ type BenchResult struct {
 	// memory-mapped, so the pages the model reads count), next to what it must hold: every
 	// weight tensor as stored, and the KV cache of one prompt+gen-token sequence. Absent
 	// where the system does not report it.
-	PeakRSS         int64     `json:"peak_rss_bytes,omitempty"`
-	WeightsBytes    int64     `json:"weights_bytes"`
-	KVCacheBytes    int64     `json:"kv_cache_bytes"`
+	PeakRSS      int64 `json:"peak_rss_bytes,omitempty"`
+	WeightsBytes int64 `json:"weights_bytes"`
+	KVCacheBytes int64 `json:"kv_cache_bytes"`
+	// ParamsTotal and ParamsActive count the model's parameters (Params.Total, Active): for a
+	// mixture of experts, active is what one token multiplies by (k of the experts).
+	ParamsTotal  int64 `json:"params_total"`
+	ParamsActive int64 `json:"params_active"`
+	// Experts and ExpertsPerTok describe a mixture of experts (0 for a dense model): a decode
+	// step of one sequence reads ExpertsPerTok of each layer's Experts, and WeightBytesStep
+	// counts just those.
+	Experts         int       `json:"experts,omitempty"`
+	ExpertsPerTok   int       `json:"experts_per_tok,omitempty"`
 	PrefillRunsTokS []float64 `json:"prefill_runs_tok_s"`
 	DecodeRunsTokS  []float64 `json:"decode_runs_tok_s"`
 }
@@ -193,7 +202,21 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 			r.WeightBytesStep -= float64(len(t.Data)) // a lookup reads one row, not the table
 		}
 	}
+	if cfg.MoE() {
+		// One token's step reads k of each layer's experts, which all have one size: of the
+		// expert tensors (HF: one per expert, GGUF: stacked), the share k/E.
+		var experts float64
+		for _, t := range w.tensors {
+			if strings.Contains(t.Name, ".experts.") || strings.Contains(t.Name, "_exps.") {
+				experts += float64(len(t.Data))
+			}
+		}
+		r.WeightBytesStep -= experts * (1 - float64(cfg.ExpertsPerTok)/float64(cfg.NumExperts))
+		r.Experts, r.ExpertsPerTok = cfg.NumExperts, cfg.ExpertsPerTok
+	}
 	shape := FromModelConfig(cfg)
+	params := shape.Params()
+	r.ParamsTotal, r.ParamsActive = params.Total, params.Active
 	f32 := precisions["f32"]
 	meanCtx := float64(o.PromptTokens) + float64(o.GenTokens-1)/2
 	kvTok := float64(m.KVBytesPerToken())

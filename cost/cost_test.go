@@ -2,6 +2,8 @@ package cost
 
 import (
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -273,5 +275,44 @@ func TestPlan(t *testing.T) {
 	h100, _ := LoadProfile("h100-sxm")
 	if _, err := s.Plan(h100, PlanInput{QPS: 1, Prompt: 1024, Output: 16, DType: bf16, KV: bf16, P99TTFT: 0.001}); err == nil {
 		t.Error("1 ms p99 TTFT: no error")
+	}
+}
+
+// A mixture of experts too large for one device is planned with expert parallelism: Mixtral
+// 8x7B in bf16 (93 GB) on 80 GB H100s takes TP 2 with 4 whole experts per device, and the
+// launch commands ask vLLM and SGLang for it; Qwen3-30B-A3B (61 GB) fits one device, with no
+// expert flags.
+func TestPlanMoE(t *testing.T) {
+	bf16 := prec(t, "bf16")
+	h100, err := LoadProfile("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		config   string
+		tp, per  int
+		vllm, sg string
+	}{
+		{"mixtral-8x7b", 2, 4, "--enable-expert-parallel", "--ep-size 2"},
+		{"qwen3-30b-a3b", 1, 0, "", ""},
+	} {
+		s, err := LoadShape(filepath.Join("..", "configs", c.config+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Plan(h100, PlanInput{QPS: 2, Prompt: 1024, Output: 256, DType: bf16, KV: bf16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.TP != c.tp || p.ExpertParallel != (c.per > 0) || p.ExpertsPerDevice != c.per {
+			t.Errorf("%s: TP %d, expert parallel %v with %d experts per device; want TP %d, %d per device", c.config, p.TP, p.ExpertParallel, p.ExpertsPerDevice, c.tp, c.per)
+		}
+		if c.vllm != "" && (!strings.Contains(p.VLLM, c.vllm) || !strings.Contains(p.SGLang, c.sg)) {
+			t.Errorf("%s: launch commands\n%s\n%s\nwant %s and %s", c.config, p.VLLM, p.SGLang, c.vllm, c.sg)
+		}
+		if c.vllm == "" && (strings.Contains(p.VLLM, "expert") || strings.Contains(p.SGLang, "--ep-size")) {
+			t.Errorf("%s on one device: expert-parallel flags in\n%s\n%s", c.config, p.VLLM, p.SGLang)
+		}
+		t.Logf("%s: %s\n%s\n%v", c.config, p.VLLM, p.SGLang, p.Notes)
 	}
 }

@@ -62,6 +62,11 @@ type Estimate struct {
 	LMHeadTimeShare float64 `json:"lm_head_share"`
 	// RidgeBatch is the batch at which a decode step turns compute-bound at this context.
 	RidgeBatch int `json:"decode_ridge_batch"`
+	// DecodeExperts is, for a mixture of experts, the distinct experts per layer a decode
+	// step of the batch reads, under uniform routing: E·(1−(1−k/E)^B). The step's weight
+	// bytes count those experts. Uniform routing is an upper bound for a trained router
+	// (experts_test.go checks it against measured router choices).
+	DecodeExperts float64 `json:"decode_experts_per_layer,omitempty"`
 }
 
 type workload struct {
@@ -139,6 +144,7 @@ func (s *Shape) Estimate(p *Profile, w Workload) (*Estimate, error) {
 		e.LMHeadTimeShare = headS / ds
 	}
 	e.RidgeBatch = s.RidgeBatch(r, w.Prompt+w.Output/2, w.DType, w.KV, act)
+	e.DecodeExperts = s.touchedExperts(w.Batch)
 	return e, nil
 }
 

@@ -31,23 +31,28 @@ type Plan struct {
 	MaxSeqs  int `json:"max_seqs_per_replica"`
 	BatchCap int `json:"batch_cap"`
 	// Batch is the steady-state number of sequences decoding at once in a replica.
-	Batch       float64  `json:"batch"`
-	PrefillS    float64  `json:"prefill_s"`     // one request's prompt, alone
-	DecodeStepS float64  `json:"decode_step_s"` // one step at the steady batch
-	CapacityQPS float64  `json:"capacity_qps_per_replica"`
-	Utilization float64  `json:"utilization"`
-	TTFTP50     float64  `json:"ttft_p50_s"`
-	TTFTP99     float64  `json:"ttft_p99_s"`
-	LatencyS    float64  `json:"e2e_latency_s"` // TTFT + Output steps
-	DecodeTokS  float64  `json:"decode_tok_s_per_seq"`
-	OutputTokS  float64  `json:"output_tok_s"` // whole deployment
-	InputTokS   float64  `json:"input_tok_s"`
-	CostPerHour float64  `json:"cost_per_hour,omitempty"`
-	CostPerMIn  float64  `json:"cost_per_m_input,omitempty"`
-	CostPerMOut float64  `json:"cost_per_m_output,omitempty"`
-	VLLM        string   `json:"vllm"`
-	SGLang      string   `json:"sglang"`
-	Notes       []string `json:"notes,omitempty"`
+	Batch       float64 `json:"batch"`
+	PrefillS    float64 `json:"prefill_s"`     // one request's prompt, alone
+	DecodeStepS float64 `json:"decode_step_s"` // one step at the steady batch
+	CapacityQPS float64 `json:"capacity_qps_per_replica"`
+	Utilization float64 `json:"utilization"`
+	TTFTP50     float64 `json:"ttft_p50_s"`
+	TTFTP99     float64 `json:"ttft_p99_s"`
+	LatencyS    float64 `json:"e2e_latency_s"` // TTFT + Output steps
+	DecodeTokS  float64 `json:"decode_tok_s_per_seq"`
+	OutputTokS  float64 `json:"output_tok_s"` // whole deployment
+	InputTokS   float64 `json:"input_tok_s"`
+	CostPerHour float64 `json:"cost_per_hour,omitempty"`
+	CostPerMIn  float64 `json:"cost_per_m_input,omitempty"`
+	CostPerMOut float64 `json:"cost_per_m_output,omitempty"`
+	// ExpertParallel: a mixture of experts on TP > 1 devices whose experts divide evenly
+	// among them keeps whole experts on each device (ExpertsPerDevice of each layer's) instead
+	// of a 1/TP slice of every expert: vLLM --enable-expert-parallel, SGLang --ep-size.
+	ExpertParallel   bool     `json:"expert_parallel,omitempty"`
+	ExpertsPerDevice int      `json:"experts_per_device,omitempty"`
+	VLLM             string   `json:"vllm"`
+	SGLang           string   `json:"sglang"`
+	Notes            []string `json:"notes,omitempty"`
 }
 
 // Plan picks the tensor-parallel degree and replica count that serve in on devices of
@@ -107,6 +112,16 @@ func (s *Shape) Plan(p *Profile, in PlanInput) (*Plan, error) {
 		return nil, fmt.Errorf("plan: no deployment on %s fits: %s", p.Name, strings.Join(reasons, "; "))
 	}
 	best.Notes = append(best.Notes, reasons...)
+	if s.MoE() && best.TP > 1 {
+		if s.Experts%best.TP == 0 {
+			best.ExpertParallel, best.ExpertsPerDevice = true, s.Experts/best.TP
+			best.Notes = append(best.Notes, fmt.Sprintf("expert parallel: %d of the %d experts of each layer per device; the step time assumes balanced routing "+
+				"(each device reads its share of the %.1f experts a decode step touches, as a 1/TP slice would) and prices the experts' all-to-all as the MLP's all-reduce",
+				best.ExpertsPerDevice, s.Experts, s.touchedExperts(max(1, int(math.Ceil(best.Batch))))))
+		} else {
+			best.Notes = append(best.Notes, fmt.Sprintf("%d experts do not split evenly over TP %d: every expert is sliced across the devices (tensor parallel)", s.Experts, best.TP))
+		}
+	}
 	if p.Kind == "cpu" {
 		best.Notes = append(best.Notes, "the vLLM and SGLang commands target GPUs; on a CPU serve with tokenwise serve or llama.cpp")
 	}
@@ -228,6 +243,9 @@ func launchCommands(in PlanInput, pl *Plan) (vllm, sglang string) {
 	if pl.Replicas > 1 {
 		v = append(v, fmt.Sprintf("--data-parallel-size %d", pl.Replicas))
 	}
+	if pl.ExpertParallel {
+		v = append(v, "--enable-expert-parallel")
+	}
 	v = append(v, fmt.Sprintf("--max-model-len %d", maxLen), fmt.Sprintf("--max-num-seqs %d", pl.BatchCap),
 		fmt.Sprintf("--gpu-memory-utilization %.2f", in.MemUtil), "--dtype "+vDType)
 	if quant != "" {
@@ -239,6 +257,9 @@ func launchCommands(in PlanInput, pl *Plan) (vllm, sglang string) {
 	sg := []string{"python -m sglang.launch_server", "--model-path " + model, fmt.Sprintf("--tp %d", pl.TP)}
 	if pl.Replicas > 1 {
 		sg = append(sg, fmt.Sprintf("--dp %d", pl.Replicas))
+	}
+	if pl.ExpertParallel {
+		sg = append(sg, fmt.Sprintf("--ep-size %d", pl.TP))
 	}
 	sg = append(sg, fmt.Sprintf("--context-length %d", maxLen), fmt.Sprintf("--max-running-requests %d", pl.BatchCap),
 		fmt.Sprintf("--mem-fraction-static %.2f", in.MemUtil), "--dtype "+sDType)

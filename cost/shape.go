@@ -21,8 +21,8 @@ import (
 )
 
 // Shape is what the cost model needs of a model: the sizes of every matrix. Unlike
-// model.Config it also describes mixture-of-experts models, which tokenwise does not run but
-// can cost.
+// model.Config it also describes mixture-of-experts layouts tokenwise does not run (shared
+// experts, leading dense layers) but can cost.
 type Shape struct {
 	Name             string `json:"name,omitempty"`
 	Vocab            int    `json:"vocab_size"`
@@ -76,19 +76,21 @@ func (s *Shape) Validate() error {
 	return nil
 }
 
-// FromModelConfig converts a config tokenwise runs (dense only).
+// FromModelConfig converts a config tokenwise runs, dense or a mixture of experts.
 func FromModelConfig(c *model.Config) *Shape {
 	return &Shape{
 		Name: c.Architecture, Vocab: c.VocabSize, Hidden: c.HiddenSize, Intermediate: c.IntermediateSize,
 		Layers: c.NumLayers, Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
 		TiedEmbeddings: c.TieEmbeddings, AttentionBias: c.AttentionBias, QKNorm: c.Arch() != nil && c.Arch().QKNorm,
 		MaxPositions: c.MaxPositions,
+		Experts:      c.NumExperts, ExpertsPerTok: c.ExpertsPerTok, MoEIntermediate: c.ExpertSize,
 	}
 }
 
 // ParseConfigJSON reads a Hugging Face config.json, dense or MoE. Architectures tokenwise runs
-// take their flags and defaults from model's table; a MoE variant (qwen3_moe) takes those of
-// its dense base until the table has a row for it; others have no flags beyond config.json's.
+// (qwen3_moe and mixtral among them) take their flags and defaults from model's table; a MoE
+// variant without a row (qwen2_moe) takes those of its dense base; others have no flags
+// beyond config.json's.
 func ParseConfigJSON(data []byte) (*Shape, error) {
 	h, err := model.ParseHFConfig(data)
 	if err != nil {

@@ -25,8 +25,13 @@ type Arch struct {
 	// transformers config class (LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config all
 	// say False), not PretrainedConfig's True.
 	TieEmbeddings bool
+	// MoE: every layer's MLP is a mixture of experts (Config.NumExperts; moe.go). A GGUF file
+	// of a dense row's graph name with an expert_count is the MoE row of that name (Mixtral
+	// runs on llama.cpp's "llama" graph).
+	MoE bool
 
-	blocks loader // binds the decoder blocks; nil: Llama's block (llama.go)
+	blocks  loader       // binds the decoder blocks; nil: Llama's block (llama.go)
+	experts *expertNames // an MoE architecture's expert tensor names (moe.go)
 }
 
 // archs is the table. The first row with a given GGUF name is the one a GGUF file of that
@@ -40,6 +45,10 @@ var archs = []Arch{
 	{ModelType: "qwen2", HFClass: "Qwen2ForCausalLM", GGUF: "qwen2", QKVBias: true},
 	// Qwen3: Llama's block with q/k norms and a head_dim of its own.
 	{ModelType: "qwen3", HFClass: "Qwen3ForCausalLM", GGUF: "qwen3", QKNorm: true},
+	// Qwen3-MoE: Qwen3's attention, a mixture of experts for the MLP (qwen3moe.go).
+	{ModelType: "qwen3_moe", HFClass: "Qwen3MoeForCausalLM", GGUF: "qwen3moe", QKNorm: true, MoE: true, blocks: loadQwen3MoE, experts: &qwen3MoENames},
+	// Mixtral: Mistral's attention, a mixture of experts for the MLP (mixtral.go).
+	{ModelType: "mixtral", HFClass: "MixtralForCausalLM", GGUF: "llama", GGUFPermutesQK: true, SlidingWindow: true, MoE: true, blocks: loadMixtral, experts: &mixtralNames},
 }
 
 // Archs lists the supported architectures.
@@ -67,7 +76,20 @@ func ArchByHFClass(class string) (*Arch, error) {
 
 // ArchByGGUF returns the architecture of a GGUF general.architecture: the first row with that
 // name ("llama" is Llama, not Mistral).
-func ArchByGGUF(name string) (*Arch, error) {
+func ArchByGGUF(name string) (*Arch, error) { return archByGGUF(name, false) }
+
+// ArchByGGUFExperts is ArchByGGUF for a file with (moe) or without an expert_count: a
+// "llama" file with experts is Mixtral.
+func ArchByGGUFExperts(name string, moe bool) (*Arch, error) { return archByGGUF(name, moe) }
+
+// archByGGUF returns the first row of GGUF name with or without experts, else the first of
+// that name.
+func archByGGUF(name string, moe bool) (*Arch, error) {
+	for i := range archs {
+		if archs[i].GGUF == name && archs[i].MoE == moe {
+			return &archs[i], nil
+		}
+	}
 	for i := range archs {
 		if archs[i].GGUF == name {
 			return &archs[i], nil
@@ -80,7 +102,7 @@ func ArchByGGUF(name string) (*Arch, error) {
 func archList(name func(*Arch) string) string {
 	var names []string
 	for i := range archs {
-		if n := name(&archs[i]); !slices.Contains(names, n) {
+		if n := name(&archs[i]); n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}

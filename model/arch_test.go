@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -68,7 +69,12 @@ func TestUnknownArch(t *testing.T) {
 func TestTieDefault(t *testing.T) {
 	for _, a := range Archs() {
 		js := `{"model_type":"` + a.ModelType + `","vocab_size":64,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":1,
-			"num_attention_heads":4,"max_position_embeddings":64%s}`
+			"num_attention_heads":4,"max_position_embeddings":64,"num_experts":%d,"num_experts_per_tok":1,"moe_intermediate_size":16%s}`
+		experts := 0
+		if a.MoE {
+			experts = 4
+		}
+		js = strings.Replace(js, "%d", fmt.Sprint(experts), 1)
 		c, err := ParseConfig([]byte(strings.Replace(js, "%s", "", 1)))
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 // Config is the shape of a decoder-only transformer, read from a Hugging Face config.json or
 // from GGUF metadata. Field names follow config.json.
 type Config struct {
-	Architecture     string // Arch.ModelType: "llama", "mistral", "qwen2", "qwen3"
+	Architecture     string // Arch.ModelType: "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"
 	VocabSize        int
 	HiddenSize       int
 	IntermediateSize int
@@ -27,7 +27,19 @@ type Config struct {
 	AttentionBias    bool // q/k/v projections carry a bias (always for Qwen2)
 	SlidingWindow    int  // Mistral: attend to at most this many positions; 0 = no window
 	BOS, EOS         []int
+
+	// Mixture of experts (Arch.MoE): every layer's MLP is NumExperts SwiGLU experts of
+	// ExpertSize, of which a router picks ExpertsPerTok per token. The router's weights are
+	// the softmax over all experts of the picked ones, renormalized to sum 1 when
+	// NormTopKProb (always for Mixtral: that is the softmax over the picked logits).
+	NumExperts    int
+	ExpertsPerTok int
+	ExpertSize    int // Qwen3-MoE moe_intermediate_size; Mixtral intermediate_size
+	NormTopKProb  bool
 }
+
+// MoE reports whether c's MLPs are mixtures of experts.
+func (c *Config) MoE() bool { return c.NumExperts > 0 }
 
 // RopeScaling stretches rotary frequencies for long contexts. Type "linear" divides every
 // frequency by Factor; "llama3" divides only the low frequencies, blending in between
@@ -44,8 +56,9 @@ type RopeScaling struct {
 
 // HFConfig is a Hugging Face config.json as written, before defaults: the one reader of that
 // file, which model, convert, cost and the CLI share. Config turns it into a shape tokenwise
-// runs; the mixture-of-experts fields are there for the cost model, which can price models
-// tokenwise does not run.
+// runs; the mixture-of-experts fields are read by Config for the MoE rows of the table, and
+// by the cost model, which also prices MoE models tokenwise does not run (shared experts,
+// DeepSeek's).
 type HFConfig struct {
 	ModelType             string          `json:"model_type"`
 	Architectures         []string        `json:"architectures,omitempty"`
@@ -74,15 +87,17 @@ type HFConfig struct {
 
 	// Mixture of experts, spelled several ways: Qwen-MoE num_experts, Mixtral
 	// num_local_experts, DeepSeek n_routed_experts.
-	NumExperts          int `json:"num_experts,omitempty"`
-	NumLocalExperts     int `json:"num_local_experts,omitempty"`
-	NRoutedExperts      int `json:"n_routed_experts,omitempty"`
-	NumExpertsPerTok    int `json:"num_experts_per_tok,omitempty"`
-	MoEIntermediateSize int `json:"moe_intermediate_size,omitempty"`
-	SharedExpertSize    int `json:"shared_expert_intermediate_size,omitempty"`
-	NSharedExperts      int `json:"n_shared_experts,omitempty"`
-	FirstKDenseReplace  int `json:"first_k_dense_replace,omitempty"`
-	DecoderSparseStep   int `json:"decoder_sparse_step,omitempty"`
+	NumExperts          int   `json:"num_experts,omitempty"`
+	NumLocalExperts     int   `json:"num_local_experts,omitempty"`
+	NRoutedExperts      int   `json:"n_routed_experts,omitempty"`
+	NumExpertsPerTok    int   `json:"num_experts_per_tok,omitempty"`
+	MoEIntermediateSize int   `json:"moe_intermediate_size,omitempty"`
+	SharedExpertSize    int   `json:"shared_expert_intermediate_size,omitempty"`
+	NSharedExperts      int   `json:"n_shared_experts,omitempty"`
+	FirstKDenseReplace  int   `json:"first_k_dense_replace,omitempty"`
+	DecoderSparseStep   int   `json:"decoder_sparse_step,omitempty"`
+	NormTopKProb        *bool `json:"norm_topk_prob,omitempty"`
+	MLPOnlyLayers       []int `json:"mlp_only_layers,omitempty"`
 }
 
 // ParseHFConfig decodes config.json bytes; it checks the JSON only (Config checks the shape).
@@ -211,6 +226,9 @@ func (h *HFConfig) Config() (*Config, error) {
 		}
 		c.RopeScaling = rs
 	}
+	if err := h.experts(a, c); err != nil {
+		return nil, err
+	}
 	if c.BOS, err = TokenIDs(h.BOSTokenID); err != nil {
 		return nil, fmt.Errorf("bos_token_id: %w", err)
 	}
@@ -218,6 +236,46 @@ func (h *HFConfig) Config() (*Config, error) {
 		return nil, fmt.Errorf("eos_token_id: %w", err)
 	}
 	return c, c.Validate()
+}
+
+// experts reads the mixture-of-experts fields of a's config class into c, and rejects the
+// layouts tokenwise does not run: shared experts (Qwen2-MoE, DeepSeek; neither Qwen3-MoE nor
+// Mixtral has them) and dense layers among the sparse ones (Qwen3-MoE's mlp_only_layers and
+// decoder_sparse_step, which the published Qwen3-MoE checkpoints leave at [] and 1).
+func (h *HFConfig) experts(a *Arch, c *Config) error {
+	e := max(h.NumExperts, h.NumLocalExperts, h.NRoutedExperts)
+	if !a.MoE {
+		if e > 0 {
+			return fmt.Errorf("%s with %d experts: %s is a dense architecture (mixtures of experts: %s)", a.ModelType, e, a.ModelType, archList(func(a *Arch) string {
+				if a.MoE {
+					return a.ModelType
+				}
+				return ""
+			}))
+		}
+		return nil
+	}
+	c.NumExperts, c.ExpertsPerTok = e, h.NumExpertsPerTok
+	switch a.ModelType {
+	case "mixtral":
+		c.ExpertSize, c.NormTopKProb = h.IntermediateSize, true
+		if c.ExpertsPerTok == 0 {
+			c.ExpertsPerTok = 2 // MixtralConfig's default
+		}
+	default: // qwen3_moe
+		c.ExpertSize = h.MoEIntermediateSize
+		c.NormTopKProb = h.NormTopKProb != nil && *h.NormTopKProb // Qwen3MoeConfig: False
+		if len(h.MLPOnlyLayers) > 0 {
+			return fmt.Errorf("mlp_only_layers %v: dense layers among the expert layers are not supported", h.MLPOnlyLayers)
+		}
+		if h.DecoderSparseStep > 1 {
+			return fmt.Errorf("decoder_sparse_step %d: dense layers among the expert layers are not supported (want 1)", h.DecoderSparseStep)
+		}
+	}
+	if h.SharedExpertSize > 0 || h.NSharedExperts > 0 {
+		return fmt.Errorf("shared experts: not supported (%s has none)", a.ModelType)
+	}
+	return nil
 }
 
 func parseRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
@@ -299,8 +357,21 @@ func (c *Config) Validate() error {
 	if c.HeadDim%2 != 0 {
 		return fmt.Errorf("head_dim %d: rotary embeddings need an even head size", c.HeadDim)
 	}
-	if _, err := LookupArch(c.Architecture); err != nil {
+	a, err := LookupArch(c.Architecture)
+	if err != nil {
 		return err
+	}
+	if a.MoE {
+		switch {
+		case c.NumExperts <= 0:
+			return fmt.Errorf("%s: the number of experts (num_experts / num_local_experts) = %d: must be positive", a.ModelType, c.NumExperts)
+		case c.ExpertsPerTok <= 0 || c.ExpertsPerTok > c.NumExperts:
+			return fmt.Errorf("num_experts_per_tok = %d: must be between 1 and the %d experts", c.ExpertsPerTok, c.NumExperts)
+		case c.ExpertSize <= 0:
+			return fmt.Errorf("%s: the experts' intermediate size = %d: must be positive", a.ModelType, c.ExpertSize)
+		}
+	} else if c.NumExperts != 0 {
+		return fmt.Errorf("%s: a dense architecture with %d experts", a.ModelType, c.NumExperts)
 	}
 	return nil
 }

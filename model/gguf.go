@@ -37,7 +37,8 @@ func loadGGUF(path string, opts Options) (*Model, error) {
 func ConfigFromGGUF(f *gguf.File) (cfg *Config, interleaved bool, err error) {
 	m := ggufMeta{f: f}
 	name := m.str("general.architecture", "")
-	a, err := ArchByGGUF(name)
+	experts := m.int(name+".expert_count", 0)
+	a, err := archByGGUF(name, experts > 0)
 	if err != nil {
 		if m.err != nil {
 			return nil, false, m.err
@@ -55,6 +56,21 @@ func ConfigFromGGUF(f *gguf.File) (cfg *Config, interleaved bool, err error) {
 		RMSNormEps:       m.float(p+"attention.layer_norm_rms_epsilon", -1),
 		RopeTheta:        m.float(p+"rope.freq_base", 10000),
 		AttentionBias:    a.QKVBias,
+	}
+	if a.MoE {
+		// llama.cpp's qwen3moe and llama graphs renormalize the picked experts' weights
+		// (build_moe_ffn with norm_w): Qwen3-MoE's norm_topk_prob, Mixtral's own routing.
+		c.NumExperts, c.NormTopKProb = experts, true
+		c.ExpertsPerTok = m.int(p+"expert_used_count", -1)
+		c.ExpertSize = m.int(p+"expert_feed_forward_length", c.IntermediateSize)
+		if s := m.float(p+"expert_weights_scale", 1); s != 1 && s != 0 {
+			m.fail(fmt.Errorf("%sexpert_weights_scale %g: not supported", p, s))
+		}
+		if n := m.int(p+"expert_shared_count", 0); n > 0 {
+			m.fail(fmt.Errorf("%sexpert_shared_count %d: shared experts are not supported", p, n))
+		}
+	} else if experts > 0 {
+		m.fail(fmt.Errorf("%sexpert_count %d: %s has no mixture-of-experts form in tokenwise", p, experts, name))
 	}
 	c.NumKVHeads = m.int(p+"attention.head_count_kv", c.NumHeads)
 	if c.NumHeads > 0 {

@@ -19,10 +19,7 @@ import (
 // for llama3 scaling), so that loading it exercises the GGUF path.
 func toGGUF(t *testing.T, cfg *Config, ws []tensor.Info, path string, extra ...gguf.KV) {
 	t.Helper()
-	arch := cfg.Architecture
-	if arch == "mistral" {
-		arch = "llama"
-	}
+	arch := cfg.Arch().GGUF
 	p := arch + "."
 	meta := []gguf.KV{
 		{Key: "general.architecture", Value: gguf.String(arch)},
@@ -38,6 +35,14 @@ func toGGUF(t *testing.T, cfg *Config, ws []tensor.Info, path string, extra ...g
 		{Key: p + "rope.dimension_count", Value: gguf.Uint32(uint32(cfg.HeadDim))},
 		{Key: p + "attention.layer_norm_rms_epsilon", Value: gguf.Float32(float32(cfg.RMSNormEps))},
 		{Key: p + "rope.freq_base", Value: gguf.Float32(float32(cfg.RopeTheta))},
+	}
+	if cfg.MoE() {
+		meta = append(meta, gguf.KV{Key: p + "expert_count", Value: gguf.Uint32(uint32(cfg.NumExperts))},
+			gguf.KV{Key: p + "expert_used_count", Value: gguf.Uint32(uint32(cfg.ExpertsPerTok))})
+		if arch == "qwen3moe" {
+			meta = append(meta, gguf.KV{Key: p + "expert_feed_forward_length", Value: gguf.Uint32(uint32(cfg.ExpertSize))})
+		}
+		ws = stackExperts(t, cfg, ws)
 	}
 	meta = append(meta, extra...)
 	var out []tensor.Info
@@ -68,7 +73,8 @@ func toGGUF(t *testing.T, cfg *Config, ws []tensor.Info, path string, extra ...g
 	}
 	for _, w := range ws {
 		name := w.Name
-		if strings.HasPrefix(name, "model.layers.") {
+		if strings.HasPrefix(name, "blk.") { // stacked experts
+		} else if strings.HasPrefix(name, "model.layers.") {
 			var i int
 			var rest string
 			fmt.Sscanf(strings.TrimPrefix(name, "model.layers."), "%d", &i)
@@ -119,6 +125,42 @@ func permuteRows(w tensor.Info, heads int) []byte {
 	return out
 }
 
+// stackExperts replaces each layer's per-expert Hugging Face tensors by llama.cpp's stacked
+// [experts, rows, cols] ones (blk.N.ffn_{gate,up,down}_exps.weight), as convert_hf_to_gguf.py
+// does: expert e's matrix is block e.
+func stackExperts(t *testing.T, cfg *Config, ws []tensor.Info) []tensor.Info {
+	t.Helper()
+	byName := map[string]tensor.Info{}
+	for _, w := range ws {
+		byName[w.Name] = w
+	}
+	expert := map[string]bool{}
+	var out []tensor.Info
+	for i := range cfg.NumLayers {
+		for j, stacked := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
+			var st tensor.Info
+			for e := range cfg.NumExperts {
+				_, g, u, d, _ := cfg.Arch().ExpertTensorNames(i, e)
+				w, ok := byName[[]string{g, u, d}[j]]
+				if !ok {
+					t.Fatalf("no expert tensor %s", []string{g, u, d}[j])
+				}
+				expert[w.Name] = true
+				st.DType, st.Shape = w.DType, []int{cfg.NumExperts, w.Shape[0], w.Shape[1]}
+				st.Data = append(st.Data, w.Data...)
+			}
+			st.Name = fmt.Sprintf("blk.%d.%s.weight", i, stacked)
+			out = append(out, st)
+		}
+	}
+	for _, w := range ws {
+		if !expert[w.Name] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // TestGGUFMatchesHF: the same weights written the way llama.cpp's converter writes them load
 // from GGUF and give the same logits as from Hugging Face names: names, metadata, the Q/K
 // permutation with interleaved RoPE, and rope_freqs. The weights are float32: the permuted
@@ -132,6 +174,9 @@ func TestGGUFMatchesHF(t *testing.T) {
 		if name == "mistral-window" {
 			continue // llama.cpp drops the sliding window for Mistral; tested on HF only
 		}
+		if c, _ := ParseConfig([]byte(testConfigs[name])); c.MoE() && !c.NormTopKProb {
+			continue // llama.cpp's qwen3moe graph always renormalizes the experts' weights
+		}
 		t.Run(name, func(t *testing.T) {
 			hf, _, ws := testModel(t, name, tensor.F32, 2)
 			path := filepath.Join(t.TempDir(), "m.gguf")
@@ -143,6 +188,9 @@ func TestGGUFMatchesHF(t *testing.T) {
 			defer g.Close()
 			gc := g.Config()
 			if gc.Architecture != hf.cfg.Architecture && !(hf.cfg.Architecture == "mistral" && gc.Architecture == "llama") {
+				t.Errorf("architecture %q", gc.Architecture)
+			}
+			if gc.NumExperts != hf.cfg.NumExperts || gc.ExpertsPerTok != hf.cfg.ExpertsPerTok || gc.ExpertSize != hf.cfg.ExpertSize || gc.NormTopKProb != hf.cfg.NormTopKProb {
 				t.Errorf("architecture %q", gc.Architecture)
 			}
 			if gc.TieEmbeddings != hf.cfg.TieEmbeddings || gc.HeadDim != hf.cfg.HeadDim || gc.NumKVHeads != hf.cfg.NumKVHeads || gc.AttentionBias != hf.cfg.AttentionBias {

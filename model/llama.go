@@ -35,3 +35,5 @@ func (l *block) forward(r *run, i int) {
 }
 
 func (l *block) linears() []linear { return append(l.attn.linears(), l.mlp.linears()...) }
+
+func (l *block) active() []linear { return l.linears() }

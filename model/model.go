@@ -1,5 +1,6 @@
-// Package model runs decoder-only transformers (Llama, Mistral, Qwen2, Qwen3) from Hugging
-// Face safetensors folders and GGUF files.
+// Package model runs decoder-only transformers (Llama, Mistral, Qwen2, Qwen3, and the
+// mixtures of experts Qwen3-MoE and Mixtral) from Hugging Face safetensors folders and GGUF
+// files.
 //
 // A forward pass has two phases. Prefill takes the whole prompt at once: every projection is
 // a matrix×matrix product, so each weight read from memory serves all prompt tokens
@@ -9,7 +10,8 @@
 //
 // The architectures are rows of one table (arch.go): their names in config.json and GGUF and
 // the flags that set them apart. A decoder block is one file that lists its weights and reads
-// like its block diagram (llama.go, shared by all four today); the building blocks are in
+// like its block diagram (llama.go, shared by the four dense ones; qwen3moe.go and mixtral.go,
+// Llama's block with the mixture of experts of moe.go for its MLP); the building blocks are in
 // layers.go, the kernels in package kernels.
 package model
 
@@ -68,10 +70,15 @@ type Model struct {
 	chunk   int // most tokens per batched pass (prefillChunk)
 	pool    *kernels.Pool
 	scratch *kernels.Scratch
-	closer  io.Closer
+	// solo are one-thread pools, one per worker of pool, for a mixture of experts whose
+	// workers take whole experts (moe.go); nil for a dense model.
+	solo        []*kernels.Pool
+	soloScratch []*kernels.Scratch
+	closer      io.Closer
 
-	mu  sync.Mutex
-	run run
+	mu      sync.Mutex
+	run     run
+	routing func(layer int, experts []int32) // ObserveRouting's (under mu)
 	// spare is the cache memory of the last released sequence, for the next one (under mu).
 	spare kvMem
 }
@@ -89,6 +96,7 @@ func (c kvMem) bytes() int { return 4*cap(c.k) + 2*cap(c.k16) }
 type layer interface {
 	forward(r *run, index int)
 	linears() []linear // its projections, for accounting
+	active() []linear  // those one token's step reads (a mixture of experts: router and k experts)
 }
 
 // loader binds one architecture's layers.
@@ -163,6 +171,12 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	m.chunk = prefillChunk
 	m.pool = kernels.NewPool(opts.Threads)
 	m.scratch = kernels.NewScratch(m.pool.Threads())
+	if cfg.MoE() {
+		for range m.pool.Threads() {
+			m.solo = append(m.solo, kernels.NewPool(1))
+			m.soloScratch = append(m.soloScratch, kernels.NewScratch(1))
+		}
+	}
 	return m, nil
 }
 
@@ -243,23 +257,24 @@ func (m *Model) KVBytesPerToken() int {
 	return KVBytesPerTokenOf(m.cfg, tensor.F32)
 }
 
-// DecodeBytes is the number of weight bytes one decode step reads: every layer's
-// projections and the LM head (the embedding contributes one row). Decode speed in tokens/s
-// times this is the effective memory bandwidth.
+// DecodeBytes is the number of weight bytes one decode step of one sequence reads: every
+// layer's projections (of a mixture of experts, the router and the k experts the token
+// picks) and the LM head (the embedding contributes one row). Decode speed in tokens/s times
+// this is the effective memory bandwidth.
 func (m *Model) DecodeBytes() int64 {
 	n := int64(len(m.head.Data)) + int64(len(m.embed.Data)/m.embed.Rows)
-	for _, l := range m.linears() {
+	for _, l := range m.active() {
 		n += int64(len(l.w.Data))
 	}
 	return n
 }
 
 // DecodeFLOPs is the number of floating-point operations of the weight products in one
-// decode step (2 per weight); attention over the cache adds 4·layers·heads·head_dim per
-// cached position.
+// decode step (2 per weight read, DecodeBytes' weights); attention over the cache adds
+// 4·layers·heads·head_dim per cached position.
 func (m *Model) DecodeFLOPs() int64 {
 	n := 2 * int64(m.head.Rows) * int64(m.head.Cols)
-	for _, l := range m.linears() {
+	for _, l := range m.active() {
 		n += 2 * int64(l.w.Rows) * int64(l.w.Cols)
 	}
 	return n
@@ -270,6 +285,15 @@ func (m *Model) linears() []linear {
 	var out []linear
 	for _, l := range m.layers {
 		out = append(out, l.linears()...)
+	}
+	return out
+}
+
+// active lists the projections one decode step reads.
+func (m *Model) active() []linear {
+	var out []linear
+	for _, l := range m.layers {
+		out = append(out, l.active()...)
 	}
 	return out
 }
@@ -285,6 +309,9 @@ func (m *Model) Config() *Config { return m.cfg }
 // Close releases the workers and the file mapping.
 func (m *Model) Close() error {
 	m.pool.Close()
+	for _, p := range m.solo {
+		p.Close()
+	}
 	if m.closer != nil {
 		return m.closer.Close()
 	}

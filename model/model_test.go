@@ -48,6 +48,19 @@ var testConfigs = map[string]string{
 	"qwen3-headdim": `{"model_type":"qwen3","vocab_size":99,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
 		"num_attention_heads":4,"num_key_value_heads":2,"head_dim":12,"max_position_embeddings":128,"rms_norm_eps":1e-6,
 		"rope_theta":1000000,"tie_word_embeddings":true,"attention_bias":false}`,
+	// Mixtures of experts: more experts than a short pass's tokens pick, so some experts get
+	// several tokens, some one, some none; Qwen3-MoE with and without norm_topk_prob (its
+	// config class's default is False), Mixtral (which always renormalizes) with a tied head.
+	"qwen3moe-experts": `{"model_type":"qwen3_moe","vocab_size":95,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"head_dim":12,"max_position_embeddings":128,"rms_norm_eps":1e-6,
+		"rope_theta":1000000,"tie_word_embeddings":false,"num_experts":12,"num_experts_per_tok":3,"moe_intermediate_size":24,
+		"norm_topk_prob":true}`,
+	"qwen3moe-unnormed": `{"model_type":"qwen3_moe","vocab_size":64,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"head_dim":8,"max_position_embeddings":128,"rms_norm_eps":1e-6,
+		"rope_theta":1000000,"tie_word_embeddings":true,"num_experts":8,"num_experts_per_tok":2,"moe_intermediate_size":16}`,
+	"mixtral-experts": `{"model_type":"mixtral","vocab_size":93,"hidden_size":32,"intermediate_size":40,"num_hidden_layers":2,
+		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":128,"rms_norm_eps":1e-5,"rope_theta":1000000,
+		"tie_word_embeddings":true,"num_local_experts":6,"num_experts_per_tok":2}`,
 }
 
 func testModel(t *testing.T, name string, dt tensor.DType, threads int) (*Model, *refModel, []tensor.Info) {

@@ -248,7 +248,19 @@ func TestExportedGGUFMatchesLlamaCpp(t *testing.T) {
 	// vocabulary); Qwen3's tokenizer (qwen2 pre-tokenizer, 151,936 padded ids) is exported
 	// once, for qwen3/F32. Every tokenizer's llama.cpp parity is also tested in
 	// tokenizer/gguf_test.go.
-	archs := []arch{{"llama", "smollm2", llama}, {"llama3-tied", "smollm2", llama3}, {"mistral", "smollm2", mistral}, {"qwen2", "smollm2", qwen2}, {"qwen3", "qwen3", qwen3}}
+	// Mixtures of experts: Qwen3-MoE (llama.cpp's qwen3moe graph) with 16 experts, 4 per
+	// token, and Mixtral (its llama graph with experts) with 8, 2 per token: the router's
+	// softmax, top-k and renormalization, the stacked expert tensors, and (prompts of 20-30
+	// tokens over 8-16 experts) experts that get several tokens of a prefill, one, or none.
+	qwen3moe := base("qwen3_moe", "smollm2", 49152)
+	qwen3moe["head_dim"] = 32
+	qwen3moe["rope_theta"] = 1e6
+	qwen3moe["num_experts"], qwen3moe["num_experts_per_tok"], qwen3moe["moe_intermediate_size"], qwen3moe["norm_topk_prob"] = 16, 4, 32, true
+	mixtral := base("mixtral", "smollm2", 49152)
+	mixtral["rope_theta"] = 1e6
+	mixtral["num_local_experts"], mixtral["num_experts_per_tok"] = 8, 2
+	archs := []arch{{"llama", "smollm2", llama}, {"llama3-tied", "smollm2", llama3}, {"mistral", "smollm2", mistral}, {"qwen2", "smollm2", qwen2}, {"qwen3", "qwen3", qwen3},
+		{"qwen3moe", "smollm2", qwen3moe}, {"mixtral", "smollm2", mixtral}}
 
 	const steps = 64
 	for _, a := range archs {

@@ -94,6 +94,8 @@ type run struct {
 	rowsKey                    []rowsKey   // per worker, what rows holds
 
 	headIn, logits []float32 // final-normed rows that want logits, and their logits
+
+	moe moeScratch // a mixture of experts' routing (moe.go)
 }
 
 // rowsKey names the positions a worker's rows slice holds: first..last through one block

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -157,14 +158,14 @@ func (r *refModel) step(id int) []float64 {
 		}
 		for hh := range c.NumHeads {
 			qh := q[hh*hd : (hh+1)*hd]
-			if c.Architecture == "qwen3" {
+			if c.Arch().QKNorm {
 				copy(qh, refRMSNorm(qh, r.get(p+"self_attn.q_norm.weight"), c.RMSNormEps))
 			}
 			refRope(qh, pos, inv)
 		}
 		for hh := range c.NumKVHeads {
 			kh := k[hh*hd : (hh+1)*hd]
-			if c.Architecture == "qwen3" {
+			if c.Arch().QKNorm {
 				copy(kh, refRMSNorm(kh, r.get(p+"self_attn.k_norm.weight"), c.RMSNormEps))
 			}
 			refRope(kh, pos, inv)
@@ -206,6 +207,12 @@ func (r *refModel) step(id int) []float64 {
 		}
 
 		h = refRMSNorm(x, r.get(p+"post_attention_layernorm.weight"), c.RMSNormEps)
+		if c.MoE() {
+			for i, v := range r.experts(l, h) {
+				x[i] += v
+			}
+			continue
+		}
 		gate := r.mv(p+"mlp.gate_proj.weight", h, c.IntermediateSize)
 		up := r.mv(p+"mlp.up_proj.weight", h, c.IntermediateSize)
 		for i := range gate {
@@ -222,4 +229,51 @@ func (r *refModel) step(id int) []float64 {
 		head = "model.embed_tokens.weight"
 	}
 	return r.mv(head, h, c.VocabSize)
+}
+
+// experts is the sparse MoE block of modeling_qwen3_moe.py / modeling_mixtral.py for one
+// token: router logits, softmax over all experts, the top k, renormalized when
+// norm_topk_prob (Mixtral always), and the weighted sum of those experts' SwiGLU outputs.
+func (r *refModel) experts(l int, h []float64) []float64 {
+	c := r.c
+	router, _, _, _, _ := c.Arch().ExpertTensorNames(l, 0)
+	logits := r.mv(router, h, c.NumExperts)
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = max(mx, v)
+	}
+	var sum float64
+	probs := make([]float64, len(logits))
+	for i, v := range logits {
+		probs[i] = math.Exp(v - mx)
+		sum += probs[i]
+	}
+	idx := make([]int, len(probs))
+	for i := range idx {
+		probs[i] /= sum
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return probs[idx[a]] > probs[idx[b]] })
+	top := idx[:c.ExpertsPerTok]
+	var tsum float64
+	for _, e := range top {
+		tsum += probs[e]
+	}
+	out := make([]float64, c.HiddenSize)
+	for _, e := range top {
+		w := probs[e]
+		if c.NormTopKProb {
+			w /= tsum
+		}
+		_, gn, un, dn, _ := c.Arch().ExpertTensorNames(l, e)
+		gate := r.mv(gn, h, c.ExpertSize)
+		up := r.mv(un, h, c.ExpertSize)
+		for i := range gate {
+			gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * up[i]
+		}
+		for i, v := range r.mv(dn, gate, c.HiddenSize) {
+			out[i] += w * v
+		}
+	}
+	return out
 }

@@ -108,9 +108,26 @@ func NewRandom(cfg *Config, seed uint64, dt tensor.DType) (*Random, error) {
 		}
 		add(p+"self_attn.o_proj.weight", []int{hid, q}, 0, back(q))
 		add(p+"post_attention_layernorm.weight", []int{hid}, 1, 0.1)
-		add(p+"mlp.gate_proj.weight", []int{inter, hid}, 0, in(hid))
-		add(p+"mlp.up_proj.weight", []int{inter, hid}, 0, in(hid))
-		add(p+"mlp.down_proj.weight", []int{hid, inter}, 0, back(inter))
+		if !c.MoE() {
+			add(p+"mlp.gate_proj.weight", []int{inter, hid}, 0, in(hid))
+			add(p+"mlp.up_proj.weight", []int{inter, hid}, 0, in(hid))
+			add(p+"mlp.down_proj.weight", []int{hid, inter}, 0, back(inter))
+			continue
+		}
+		// A mixture of experts: the router as a projection into the block (its logits
+		// about unit scale, so the softmax neither picks one expert nor spreads evenly), and
+		// each expert as the dense MLP above. Its output is a weighted mean of experts, so
+		// the residual gains about what a dense MLP adds.
+		es := c.ExpertSize
+		for e := range c.NumExperts {
+			router, gate, up, down, _ := c.Arch().ExpertTensorNames(i, e)
+			if e == 0 {
+				add(router, []int{c.NumExperts, hid}, 0, in(hid))
+			}
+			add(gate, []int{es, hid}, 0, in(hid))
+			add(up, []int{es, hid}, 0, in(hid))
+			add(down, []int{hid, es}, 0, back(es))
+		}
 	}
 	add("model.norm.weight", []int{hid}, 0, 0) // random signs, see values
 	if !c.TieEmbeddings {

@@ -19,6 +19,12 @@ import (
 // synthQwen3 writes a random-weight Qwen3 checkpoint with the real Qwen3 tokenizer.
 func synthQwen3(t *testing.T, tied bool) string {
 	t.Helper()
+	return synthQwen3Arch(t, tied, false)
+}
+
+// synthQwen3Arch is synthQwen3, or with moe a Qwen3-MoE of 8 experts, 2 per token.
+func synthQwen3Arch(t *testing.T, tied, moe bool) string {
+	t.Helper()
 	src := filepath.Dir(testref.Tokenizer(t, "qwen3"))
 	dir := t.TempDir()
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
@@ -34,7 +40,12 @@ func synthQwen3(t *testing.T, tied bool) string {
 	if tied {
 		tie = "true"
 	}
-	cfgJSON := `{"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","vocab_size":151936,"hidden_size":32,"intermediate_size":64,
+	arch := `"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3"`
+	if moe {
+		arch = `"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","num_experts":8,"num_experts_per_tok":2,
+			"moe_intermediate_size":16,"norm_topk_prob":true`
+	}
+	cfgJSON := `{` + arch + `,"vocab_size":151936,"hidden_size":32,"intermediate_size":64,
 		"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":8,"max_position_embeddings":512,
 		"rms_norm_eps":1e-6,"rope_theta":1000000,"tie_word_embeddings":` + tie + `,"bos_token_id":151643,"eos_token_id":151645}`
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o644); err != nil {
@@ -99,10 +110,12 @@ func shortPrompts(n int) []string {
 
 // TestPrunedSynthModelGreedyIdentical: with pruning only, a model's greedy generation equals
 // the original's under the id map, token for token, on domain prompts. The corpus holds the
-// prompts and the original's outputs (what the model writes in this domain).
+// prompts and the original's outputs (what the model writes in this domain). Qwen3 tied and
+// untied, and a Qwen3-MoE (its expert tensors copied as they are).
 func TestPrunedSynthModelGreedyIdentical(t *testing.T) {
-	for _, tied := range []bool{true, false} {
-		src := synthQwen3(t, tied)
+	for _, c := range []struct{ tied, moe bool }{{true, false}, {false, false}, {false, true}} {
+		tied := c.tied
+		src := synthQwen3Arch(t, tied, c.moe)
 		prompts := shortPrompts(3)
 		const n = 12
 		before := greedy(t, src, prompts, n)
@@ -118,7 +131,7 @@ func TestPrunedSynthModelGreedyIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("tied=%v\n%s", tied, r.Text())
+		t.Logf("tied=%v moe=%v\n%s", tied, c.moe, r.Text())
 		if r.Model.RowsAfter%64 != 0 || r.Model.RowsAfter >= r.Model.RowsBefore {
 			t.Fatalf("rows %d -> %d", r.Model.RowsBefore, r.Model.RowsAfter)
 		}

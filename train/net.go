@@ -45,11 +45,16 @@ type Net struct {
 }
 
 // supported reports whether the trainer implements cfg's architecture: Llama's block with
-// the flags of model.Arch (q/k/v biases, q/k norms, a sliding window), which is every row of
-// the table today.
+// the flags of model.Arch (q/k/v biases, q/k norms, a sliding window), which is every dense
+// row of the table. Mixtures of experts (qwen3_moe, mixtral) it does not train: no router
+// gradient, no load balancing.
 func supported(cfg *model.Config) error {
-	if _, err := model.LookupArch(cfg.Architecture); err != nil {
+	a, err := model.LookupArch(cfg.Architecture)
+	if err != nil {
 		return fmt.Errorf("the trainer: %w", err)
+	}
+	if a.MoE {
+		return fmt.Errorf("the trainer: %s is a mixture of experts, which tokenwise runs but does not train (dense architectures only)", a.ModelType)
 	}
 	return cfg.Validate()
 }

@@ -362,3 +362,22 @@ func TestSchedule(t *testing.T) {
 		}
 	}
 }
+
+// The trainer refuses a mixture of experts with an error that says so, rather than
+// training the dense MLP it does not have.
+func TestRefusesMoE(t *testing.T) {
+	for _, js := range []string{
+		`{"model_type":"qwen3_moe","vocab_size":64,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":1,"num_attention_heads":4,
+			"max_position_embeddings":64,"num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":16}`,
+		`{"model_type":"mixtral","vocab_size":64,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":1,"num_attention_heads":4,
+			"max_position_embeddings":64,"num_local_experts":4,"num_experts_per_tok":2}`,
+	} {
+		cfg, err := model.ParseConfig([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(cfg, 1); err == nil || !strings.Contains(err.Error(), "mixture of experts") {
+			t.Errorf("%s: New = %v, want an error saying it is a mixture of experts", cfg.Architecture, err)
+		}
+	}
+}

@@ -38,7 +38,9 @@ reports the median over --repeats runs of:
   prefill tok/s  prompt tokens / prefill time (one batched pass, first token sampled)
   decode tok/s   decode steps / decode time
   decode GB/s    bytes one step must read (every weight tensor as stored, the embedding
-                 table only when it is the LM head, plus the KV cache) × steps per second
+                 table only when it is the LM head, of a mixture of experts only the k
+                 experts a token picks, plus the KV cache) × steps per second
+  params         total and (mixtures of experts) active per token
   GFLOP/s        counted by the cost model over the same shape
   lm_head_share  the LM head's matrix×vector (same kernel, the model's own head weights,
                  same threads, timed over as many steps) over the decode step time; a head
@@ -95,6 +97,12 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "model %s (%s), %d threads, prompt %d, %d decode steps, median of %d\n",
 		r.Model, r.DType, r.Threads, r.PromptTokens, r.GenTokens, r.Repeats)
+	if r.Experts > 0 {
+		fmt.Fprintf(stdout, "params   %.4gB total, %.4gB active per token (%d of %d experts per layer)\n",
+			float64(r.ParamsTotal)/1e9, float64(r.ParamsActive)/1e9, r.ExpertsPerTok, r.Experts)
+	} else {
+		fmt.Fprintf(stdout, "params   %.4gB\n", float64(r.ParamsTotal)/1e9)
+	}
 	fmt.Fprintf(stdout, "prefill  %9.1f tok/s  %7.2f GFLOP/s\n", r.PrefillTokS, r.PrefillGFLOPS)
 	fmt.Fprintf(stdout, "decode   %9.2f tok/s  %7.2f GFLOP/s  %6.2f GB/s (%.1f MB weights + %.1f MB KV per step)\n",
 		r.DecodeTokS, r.DecodeGFLOPS, r.DecodeGBs, r.WeightBytesStep/1e6, r.KVBytesStep/1e6)

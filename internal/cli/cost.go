@@ -170,6 +170,10 @@ func printEstimate(out io.Writer, s *cost.Shape, e *cost.Estimate) {
 	} else {
 		fmt.Fprintf(out, "params   %.3fB (%.3fB embedding%s)\n", float64(p.Total)/1e9, float64(p.Embedding)/1e9, map[bool]string{true: ", tied LM head", false: ""}[s.TiedEmbeddings])
 	}
+	if s.MoE() {
+		fmt.Fprintf(out, "experts  a decode step of batch %d reads %.1f of %d experts per layer (uniform routing, E·(1−(1−k/E)^B); a trained router touches fewer)\n",
+			w.Batch, e.DecodeExperts, s.Experts)
+	}
 	flops := fmt.Sprintf("%.1f TFLOP/s", e.Rates.FLOPS/1e12)
 	if e.Rates.FLOPS < 1e12 {
 		flops = fmt.Sprintf("%.2f GFLOP/s", e.Rates.FLOPS/1e9)

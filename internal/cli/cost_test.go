@@ -136,6 +136,37 @@ func TestPlanDefaultsAndServedModel(t *testing.T) {
 	}
 }
 
+// bench on a tiny synthesized mixture of experts (16 experts, 4 per token): total and
+// active parameters, and a decode step's bytes are those of the 4 experts a token reads.
+func TestBenchMoE(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3-moe")
+	if _, stderr, err := runCLI(t, "synth", "--config", repoPath("configs", "tiny-qwen3-moe.json"),
+		"--tokenizer", repoPath("internal", "cli", "testdata", "tiny-tokenizer.json"), "--dtype", "bf16", "--out", dir); err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr)
+	}
+	out, stderr, err := runCLI(t, "bench", "--model", dir, "--prompt-tokens", "16", "--gen-tokens", "4", "--threads", "2", "--repeats", "1", "--json")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr)
+	}
+	var b cost.BenchResult
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	s, err := cost.LoadShape(repoPath("configs", "tiny-qwen3-moe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Params()
+	if b.ParamsTotal != p.Total || b.ParamsActive != p.Active || b.Experts != 16 || b.ExpertsPerTok != 4 || p.Active >= p.Total-p.Embedding {
+		t.Errorf("bench: %d total, %d active, %d of %d experts; shape %+v", b.ParamsTotal, b.ParamsActive, b.ExpertsPerTok, b.Experts, p)
+	}
+	// Untied: every tensor but the embedding table and 12 of each layer's 16 experts (bf16)
+	// is read per step: the active parameters.
+	if want := float64(p.Active) * 2; b.WeightBytesStep != want {
+		t.Errorf("weight bytes per step %g, want %g (active parameters × 2 bytes)", b.WeightBytesStep, want)
+	}
+}
+
 // bench on a tiny synthesized model: the fields the contract names, byte accounting
 // against the shape, and a measured LM-head share.
 func TestBenchAndCalibrate(t *testing.T) {

@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tokenwise/tokenwise/cost"
 	"github.com/tokenwise/tokenwise/internal/testref"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tensor"
@@ -124,6 +127,7 @@ func TestShippedConfigs(t *testing.T) {
 		"llama-3.2-1b.json": 1235814400,
 		"smollm2-135m.json": 134515008,
 	}
+	published := map[string][2]float64{"qwen3-30b-a3b.json": {30.5, 3.3}, "mixtral-8x7b.json": {46.7, 12.9}}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) < 8 {
 		t.Fatalf("configs/: %d files", len(files))
@@ -149,7 +153,37 @@ func TestShippedConfigs(t *testing.T) {
 		if w, ok := want[filepath.Base(f)]; ok && n != w {
 			t.Errorf("%s: %d parameters, published %d", filepath.Base(f), n, w)
 		}
-		t.Logf("%s: %s, %d parameters", filepath.Base(f), cfg.Architecture, n)
+		// A mixture of experts: the active parameters are all but the experts a token does
+		// not pick (all experts have one size, so experts k.. of every layer stand for them).
+		active := n
+		for _, ti := range r.Tensors() {
+			var layer, e int
+			var rest string
+			if k, _ := fmt.Sscanf(ti.Name, "model.layers.%d.mlp.experts.%d.%s", &layer, &e, &rest); k < 2 {
+				fmt.Sscanf(ti.Name, "model.layers.%d.block_sparse_moe.experts.%d.%s", &layer, &e, &rest)
+			}
+			if strings.Contains(ti.Name, ".experts.") && e >= cfg.ExpertsPerTok {
+				active -= ti.NumElements()
+			}
+		}
+		if w, ok := published[filepath.Base(f)]; ok {
+			// Published as billions to one decimal: Qwen3-30B-A3B "30.5B in total and 3.3B
+			// activated" (and "29.9B non-embedding": both the embedding table and the head
+			// count), Mixtral-8x7B "46.7B, 12.9B active". Qwen's figures are cut, not rounded
+			// (3.353B activated reads 3.3B), Mistral's rounded (12.880B reads 12.9B): a count
+			// must give the published digit one way or the other.
+			for j, c := range []int{n, active} {
+				x := float64(c) / 1e9
+				if math.Round(x*10)/10 != w[j] && math.Floor(x*10)/10 != w[j] {
+					t.Errorf("%s: %.3fB parameters (%s), published %.1fB", filepath.Base(f), x, []string{"total", "active"}[j], w[j])
+				}
+			}
+			ms := cost.FromModelConfig(cfg).Params()
+			if ms.Total != int64(n) || ms.Active+ms.Embedding != int64(active) {
+				t.Errorf("%s: the cost model counts %d total, %d active + %d embedding; synth %d, %d", filepath.Base(f), ms.Total, ms.Active, ms.Embedding, n, active)
+			}
+		}
+		t.Logf("%s: %s, %d parameters, %d active", filepath.Base(f), cfg.Architecture, n, active)
 	}
 }
 
