@@ -30,6 +30,13 @@ var archSynth = map[string]string{
 	"qwen3": `{"model_type":"qwen3","vocab_size":128256,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
 		"num_attention_heads":4,"num_key_value_heads":2,"head_dim":12,"max_position_embeddings":512,"rms_norm_eps":1e-6,
 		"rope_theta":1000000,"tie_word_embeddings":true,"bos_token_id":128000,"eos_token_id":128001}`,
+	"qwen3_moe": `{"model_type":"qwen3_moe","vocab_size":128256,"hidden_size":32,"intermediate_size":64,"moe_intermediate_size":24,
+		"num_experts":8,"num_experts_per_tok":2,"norm_topk_prob":true,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+		"head_dim":8,"max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000,"tie_word_embeddings":false,
+		"bos_token_id":128000,"eos_token_id":128001}`,
+	"mixtral": `{"model_type":"mixtral","vocab_size":128256,"hidden_size":32,"intermediate_size":48,"num_local_experts":4,
+		"num_experts_per_tok":2,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":512,
+		"rms_norm_eps":1e-5,"rope_theta":1000000,"tie_word_embeddings":false,"bos_token_id":128000,"eos_token_id":128001}`,
 }
 
 // specRun is one request's output from runBatch.
