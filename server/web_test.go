@@ -367,3 +367,192 @@ func TestWebPageAPIKey(t *testing.T) {
 	}
 	b.check(t, ts.url)
 }
+
+// streamChunks posts a streamed request and returns its data: payloads.
+func streamChunks(t *testing.T, ts *testServer, path string, body map[string]any) []map[string]json.RawMessage {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(ts.url+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST %s: %s", path, resp.Status)
+	}
+	var all bytes.Buffer
+	if _, err := all.ReadFrom(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]json.RawMessage
+	for _, line := range strings.Split(all.String(), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("chunk %q: %v", data, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestStreamIncludeTokens: with stream_options.include_tokens every output token is in the
+// chunks with its source, the tokens' texts are the content, and the usage chunk's steps are
+// the usage's: as many prefill and decode steps, their shares adding up to its ms.
+func TestStreamIncludeTokens(t *testing.T) {
+	ts, _ := demoServer(t, "")
+	schema := json.RawMessage(`{"type":"object","properties":{"decision":{"enum":["approve","deny","escalate"]}},"required":["decision"],"additionalProperties":false}`)
+	for _, tc := range []struct {
+		name   string
+		path   string
+		schema bool
+	}{{"chat", "/v1/chat/completions", false}, {"chat-schema", "/v1/chat/completions", true}, {"completion", "/v1/completions", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := map[string]any{"temperature": 0, "max_tokens": 20, "stream": true,
+				"stream_options": map[string]bool{"include_usage": true, "include_tokens": true}}
+			if tc.path == "/v1/completions" {
+				body["prompt"] = "Refund request: order 1042"
+			} else {
+				body["messages"] = []map[string]string{{"role": "user", "content": "Refund request: order 1042"}}
+			}
+			if tc.schema {
+				body["response_format"] = map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "v", "schema": schema}}
+			}
+			var content, tokText strings.Builder
+			var toks []streamToken
+			var usage *Usage
+			var steps *chunkSteps
+			for _, c := range streamChunks(t, ts, tc.path, body) {
+				var choices []struct {
+					Text      string
+					Delta     struct{ Content string }
+					Tokenwise *chunkTokens
+				}
+				json.Unmarshal(c["choices"], &choices)
+				for _, ch := range choices {
+					content.WriteString(ch.Text + ch.Delta.Content)
+					if ch.Tokenwise != nil {
+						toks = append(toks, ch.Tokenwise.Tokens...)
+					}
+				}
+				if raw, ok := c["usage"]; ok {
+					json.Unmarshal(raw, &usage)
+					json.Unmarshal(c["tokenwise"], &steps)
+				}
+			}
+			if usage == nil || steps == nil {
+				t.Fatal("no usage chunk with tokenwise steps")
+			}
+			if len(toks) != usage.CompletionTokens {
+				t.Errorf("%d tokens in the chunks, usage has %d", len(toks), usage.CompletionTokens)
+			}
+			forced, jumped := 0, 0
+			for _, tk := range toks {
+				switch tk.Source {
+				case "forced":
+					forced++
+				case "jump-forward":
+					jumped++
+				case "sampled", "draft":
+				default:
+					t.Errorf("token %d: source %q", tk.ID, tk.Source)
+				}
+				if !tk.Special {
+					tokText.WriteString(tk.Text)
+				}
+			}
+			if tokText.String() != content.String() {
+				t.Errorf("the tokens' texts %q, the content %q", tokText.String(), content.String())
+			}
+			if forced+jumped != usage.ForcedTokens || jumped != usage.JumpedTokens {
+				t.Errorf("chunks: %d forced + %d jump-forward; usage forced %d, jumped %d", forced, jumped, usage.ForcedTokens, usage.JumpedTokens)
+			}
+			if tc.schema && forced+jumped == 0 {
+				t.Error("a schema answer with no forced token")
+			}
+			np, nd := 0, 0
+			var pms, dms float64
+			for _, s := range steps.Steps {
+				if s.Prefill {
+					np, pms = np+1, pms+s.ShareMs
+				} else {
+					nd, dms = nd+1, dms+s.ShareMs
+				}
+			}
+			if np != usage.PrefillSteps || nd != usage.DecodeSteps {
+				t.Errorf("steps: %d prefill, %d decode; usage %d, %d", np, nd, usage.PrefillSteps, usage.DecodeSteps)
+			}
+			// engine.charge rounds each share to a nanosecond.
+			if d := pms - usage.PrefillMs; d > 1e-3*float64(np) || d < -1e-3*float64(np) {
+				t.Errorf("prefill shares add up to %v ms, usage %v", pms, usage.PrefillMs)
+			}
+			if d := dms - usage.DecodeMs; d > 1e-3*float64(nd) || d < -1e-3*float64(nd) {
+				t.Errorf("decode shares add up to %v ms, usage %v", dms, usage.DecodeMs)
+			}
+		})
+	}
+	// Without the option the chunks are OpenAI's, with no tokenwise field.
+	for _, c := range streamChunks(t, ts, "/v1/chat/completions", map[string]any{"max_tokens": 4, "stream": true,
+		"messages": []map[string]string{{"role": "user", "content": "hi"}}, "stream_options": map[string]bool{"include_usage": true}}) {
+		if _, ok := c["tokenwise"]; ok || strings.Contains(string(c["choices"]), "tokenwise") {
+			t.Errorf("a chunk without include_tokens has the tokenwise field: %v", c)
+		}
+	}
+}
+
+// TestWebEndpoints: the page and the status are open under --api-key, the rest is not; the
+// cost endpoint names only shipped profiles.
+func TestWebEndpoints(t *testing.T) {
+	ts, _ := demoServer(t, "k")
+	for _, tc := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"GET", "/", "", 200}, {"GET", "/app.js", "", 200}, {"GET", "/app.css", "", 200}, {"GET", "/v1/tokenwise/status", "", 200},
+		{"POST", "/v1/tokenwise/tokenize", `{"prompt":"x"}`, 401}, {"GET", "/v1/tokenwise/cost", "", 401},
+		{"GET", "/nothing.js", "", 401},
+	} {
+		req, _ := http.NewRequest(tc.method, ts.url+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s without the key: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
+		}
+	}
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", ts.url+path, nil)
+		req.Header.Set("Authorization", "Bearer k")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := get("/v1/tokenwise/cost?hardware=/etc/passwd"); code != 400 || !strings.Contains(body, "not a shipped profile") {
+		t.Errorf("cost with a file path: %d %s", code, body)
+	}
+	if code, body := get("/v1/tokenwise/cost?prompt=0"); code != 400 || !strings.Contains(body, "prompt") {
+		t.Errorf("cost with prompt=0: %d %s", code, body)
+	}
+	code, body := get("/v1/tokenwise/cost?hardware=l4&prompt=256&output=64&batch=4")
+	var r struct {
+		Estimate cost.Estimate
+		Sweep    []cost.SweepPoint
+		SVG      string
+	}
+	if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil {
+		t.Fatalf("cost: %d %v %s", code, err, body)
+	}
+	if r.Estimate.Hardware == "" || len(r.Sweep) != 13 || !strings.HasPrefix(r.SVG, "<svg") {
+		t.Errorf("cost: hardware %q, %d sweep points, svg %.20q", r.Estimate.Hardware, len(r.Sweep), r.SVG)
+	}
+}
