@@ -92,9 +92,11 @@ type Config struct {
 	CompareTokenizer *tokenizer.Tokenizer
 	CompareName      string
 	DomainTokens     []int
-	CostHardware     string
-	CostDType        string
-	CostName         string
+	// CompareDomainTokens are the second tokenizer's added ids, when it is the specialized one.
+	CompareDomainTokens []int
+	CostHardware        string
+	CostDType           string
+	CostName            string
 
 	// beforeStep, when set (by tests), runs before each engine step: a test holds a step
 	// with it instead of relying on how fast this machine generates.
@@ -130,7 +132,7 @@ type Server struct {
 	draining              atomic.Bool
 	closeOne              sync.Once
 	conns                 connTracker  // of the http.Server from HTTPServer
-	domain                map[int]bool // Config.DomainTokens
+	domain, compareDomain map[int]bool // Config.DomainTokens, CompareDomainTokens
 	web                   webCounters
 }
 
@@ -198,12 +200,7 @@ func New(cfg Config) (*Server, error) {
 		reqs: map[sched.SeqID]*genRequest{},
 	}
 	s.web.started = time.Now()
-	if len(cfg.DomainTokens) > 0 {
-		s.domain = map[int]bool{}
-		for _, id := range cfg.DomainTokens {
-			s.domain[id] = true
-		}
-	}
+	s.domain, s.compareDomain = idSet(cfg.DomainTokens), idSet(cfg.CompareDomainTokens)
 	s.grammars = engine.NewGrammars(cfg.Tokenizer, 0)
 	s.grammars.OnCompile = func(d time.Duration) { s.met.grammarCompile.Observe(d.Seconds()) }
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)

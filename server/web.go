@@ -161,7 +161,7 @@ func (s *Server) handlePieces(w http.ResponseWriter, r *http.Request) {
 			writeError(w, badRequest("tokenizer", "no second tokenizer: start the server with --compare-tokenizer PATH"))
 			return
 		}
-		tok, name, domain = s.cfg.CompareTokenizer, s.cfg.CompareName, nil
+		tok, name, domain = s.cfg.CompareTokenizer, s.cfg.CompareName, s.compareDomain
 	default:
 		writeError(w, badRequest("tokenizer", "tokenizer %q: expected \"model\" or \"compare\"", req.Tokenizer))
 		return
@@ -260,4 +260,16 @@ func (s *Server) handleCost(w http.ResponseWriter, r *http.Request) {
 	}
 	title := fmt.Sprintf("%s on %s (%s weights, %s KV): prompt %d, output %d", shape.Name, hw.Name, dt.Name, kv.Name, prompt, output)
 	writeJSON(w, 200, map[string]any{"estimate": est, "sweep": pts, "svg": cost.PlotSVG(title, pts), "profiles": cost.Profiles()})
+}
+
+// idSet is a set of token ids (nil for none).
+func idSet(ids []int) map[int]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
 }

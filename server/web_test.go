@@ -24,7 +24,9 @@ import (
 
 	"github.com/tokenwise/tokenwise/cost"
 	"github.com/tokenwise/tokenwise/demo"
+	"github.com/tokenwise/tokenwise/domain"
 	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/specialize"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
@@ -49,7 +51,8 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// demoServer serves the embedded demo model with the specialized demo tokenizer to compare.
+// demoServer serves the embedded demo's specialized model (its merged domain tokens marked)
+// with the base demo tokenizer to compare.
 func demoServer(t *testing.T, key string) (*testServer, *tokenizer.Tokenizer) {
 	t.Helper()
 	dir := t.TempDir()
@@ -61,21 +64,26 @@ func demoServer(t *testing.T, key string) (*testServer, *tokenizer.Tokenizer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Load(base, model.Options{Threads: 2})
+	m, err := model.Load(adapted, model.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	tok, err := tokenizer.Load(base)
+	tok, err := tokenizer.Load(adapted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmp, err := tokenizer.Load(adapted)
+	cmp, err := tokenizer.Load(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := serve(t, Config{Model: m, Tokenizer: tok, ModelName: "tokenwise-demo", KVCacheBytes: 8 << 20, APIKey: key,
-		TokenizerName: "tokenwise-demo", CompareTokenizer: cmp, CompareName: "tokenwise-demo, specialized", CostHardware: "h100-sxm"},
+	added, err := specialize.NewTokenIDs(adapted)
+	if err != nil || len(added) == 0 {
+		t.Fatalf("demo/adapted: %d new tokens, %v", len(added), err)
+	}
+	ts := serve(t, Config{Model: m, Tokenizer: tok, ModelName: "tokenwise-demo-adapted", KVCacheBytes: 8 << 20, APIKey: key,
+		TokenizerName: "tokenwise-demo, specialized", DomainTokens: added, CompareTokenizer: cmp, CompareName: "tokenwise-demo, base",
+		CostHardware: "h100-sxm"},
 		func(s *Server) *http.Server { return &http.Server{Handler: s.Handler()} })
 	return ts, cmp
 }
@@ -223,12 +231,16 @@ func waitDone(sel string) chromedp.Action {
 
 func TestWebPage(t *testing.T) {
 	ts, cmp := demoServer(t, "")
-	b := newBrowser(t, 1100, 900)
-	text := `{"status": "approved", "amount": 1200, "reason": "within the limit"}`
+	b := newBrowser(t, 1000, 800)
+	// The demo's job: a held-out essay's verdict, as the demo model was trained to write it.
+	ex := domain.Generate(demo.HeldOutSeed, 1)[0]
+	text := ex.Completion
 
 	// Tokens: the page shows /tokenize's ids, and the second tokenizer's.
 	b.run(t, chromedp.Navigate(ts.url+"/"), chromedp.WaitVisible(`#tok-model .piece`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#tok-compare .piece`, chromedp.ByQuery))
+		chromedp.WaitVisible(`#tok-compare .piece`, chromedp.ByQuery),
+		chromedp.SetValue("#tok-text", text, chromedp.ByQuery), chromedp.Click("#tok-go", chromedp.ByQuery),
+		chromedp.Poll(`document.body.dataset.tokenized === "2"`, nil))
 	var tz struct{ Tokens []int }
 	postAPI(t, ts, "", "/tokenize", map[string]any{"prompt": text}, &tz)
 	if got := b.pageIDs(t, "#tok-model"); fmt.Sprint(got) != fmt.Sprint(tz.Tokens) {
@@ -236,6 +248,16 @@ func TestWebPage(t *testing.T) {
 	}
 	if got, want := b.pageIDs(t, "#tok-compare"), cmp.Encode(text, true); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("second tokenizer's ids %v, its Encode %v", got, want)
+	}
+	var marked, want int
+	b.eval(t, `document.querySelectorAll("#tok-model .piece.domain").length`, &marked)
+	for _, id := range tz.Tokens {
+		if ts.domain[id] {
+			want++
+		}
+	}
+	if marked != want || want == 0 {
+		t.Errorf("tokens panel marks %d domain tokens; the text has %d", marked, want)
 	}
 	if s := b.text(t, "#tok-model .stats"); !strings.HasPrefix(s, strconv.Itoa(len(tz.Tokens))+" tokens · "+strconv.Itoa(len(text))+" bytes") {
 		t.Errorf("tokens stats %q, want %d tokens of %d bytes", s, len(tz.Tokens), len(text))
@@ -251,15 +273,15 @@ func TestWebPage(t *testing.T) {
 	}
 
 	// Chat: a greedy streamed answer; the page's counts are the API's usage for the same request.
-	prompt := "Refund request: order 1042, the parcel arrived damaged."
-	b.run(t, chromedp.SetValue("#chat-prompt", prompt, chromedp.ByQuery), chromedp.SetValue("#chat-max", "24", chromedp.ByQuery),
+	prompt := ex.Prompt
+	b.run(t, chromedp.SetValue("#chat-prompt", prompt, chromedp.ByQuery), chromedp.SetValue("#chat-max", "40", chromedp.ByQuery),
 		chromedp.Click("#chat-go", chromedp.ByQuery), waitDone(`#chat-out[data-done="1"]`), chromedp.WaitVisible(`#chat-cost td`, chromedp.ByQuery))
 	var api struct {
 		Choices []struct{ Message struct{ Content string } }
 		Usage   Usage
 	}
 	postAPI(t, ts, "", "/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": prompt}},
-		"temperature": 0, "max_tokens": 24}, &api)
+		"temperature": 0, "max_tokens": 40}, &api)
 	var answer string
 	b.eval(t, `[...document.querySelectorAll("#chat-out .tok:not(.special)")].map(t => t.textContent).join("")`, &answer)
 	if answer != api.Choices[0].Message.Content {
@@ -279,8 +301,11 @@ func TestWebPage(t *testing.T) {
 	}
 	b.shot(t, "chat", "#panel-chat")
 
-	// Schema: the grammar forces tokens, and the page draws as many as usage counts.
-	b.run(t, chromedp.Click("#chat-use-schema", chromedp.ByQuery), chromedp.SetValue("#chat-max", "64", chromedp.ByQuery),
+	// Schema: the grammar forces tokens, and the page draws as many as usage counts. The
+	// demo's verdict schema, its strings bounded so that the answer ends within max_tokens.
+	schema := strings.ReplaceAll(domain.Schema, `{"type":"string"}`, `{"type":"string","maxLength":48}`)
+	b.run(t, chromedp.Click("#chat-use-schema", chromedp.ByQuery), chromedp.SetValue("#chat-schema", schema, chromedp.ByQuery),
+		chromedp.SetValue("#chat-max", "200", chromedp.ByQuery),
 		chromedp.Click("#chat-go", chromedp.ByQuery), waitDone(`#chat-out[data-done="1"]`))
 	var forced, jumped int
 	b.eval(t, `document.querySelectorAll('#chat-out .tok[data-source="forced"]').length`, &forced)

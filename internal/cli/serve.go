@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +21,7 @@ import (
 	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/server"
+	"github.com/tokenwise/tokenwise/specialize"
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
@@ -180,9 +180,21 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	if _, err := cost.LoadProfile(f.costHW); err != nil {
 		return fmt.Errorf("serve: --cost-hardware: %w", err)
 	}
-	domainIDs, err := domainTokens(f.model)
+	// Merged domain tokens, marked on the page: the served model's, if it was specialized,
+	// else the second tokenizer's (the page marks them in whichever column is specialized).
+	domainIDs, err := specialize.NewTokenIDs(f.model)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	var compareDomain []int
+	if f.compare != "" {
+		dir := f.compare
+		if filepath.Base(dir) == "tokenizer.json" {
+			dir = filepath.Dir(dir) // its model folder's vocab_map.json
+		}
+		if compareDomain, err = specialize.NewTokenIDs(dir); err != nil {
+			return fmt.Errorf("serve: --compare-tokenizer: %w", err)
+		}
 	}
 	kv, err := model.ParseKVDType(f.kvDType)
 	if err != nil {
@@ -220,7 +232,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
 		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index,
 		TokenizerName: name, CompareTokenizer: compare, CompareName: compareName,
-		DomainTokens: domainIDs, CostHardware: f.costHW, CostDType: costDType(f.model), CostName: name,
+		DomainTokens: domainIDs, CompareDomainTokens: compareDomain, CostHardware: f.costHW, CostDType: costDType(f.model), CostName: name,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -265,28 +277,6 @@ func tokenizerName(path string) string {
 		path = filepath.Dir(path)
 	}
 	return filepath.Base(path)
-}
-
-// domainTokens reads the ids a specialized vocabulary added from the model folder's
-// vocab_map.json (written by tokenwise specialize: new_tokens); none without the file.
-func domainTokens(modelPath string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(modelPath, "vocab_map.json"))
-	if err != nil {
-		return nil, nil // not a specialized model (or a .gguf file)
-	}
-	var vm struct {
-		NewTokens []struct {
-			ID int `json:"id"`
-		} `json:"new_tokens"`
-	}
-	if err := json.Unmarshal(b, &vm); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(modelPath, "vocab_map.json"), err)
-	}
-	ids := make([]int, len(vm.NewTokens))
-	for i, t := range vm.NewTokens {
-		ids[i] = t.ID
-	}
-	return ids, nil
 }
 
 // costDType is the weights' precision for the page's cost model, as tokenwise cost picks it.

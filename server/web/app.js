@@ -109,6 +109,7 @@ async function tokenize() {
       }
       $(".ids", box).textContent = "[" + r.tokens.map((t) => t.id).join(", ") + "]";
     }
+    document.body.dataset.tokenized = Number(document.body.dataset.tokenized || 0) + 1; // for tests
     showError("");
   } catch (err) { showError(err.message); }
 }
