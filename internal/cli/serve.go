@@ -177,6 +177,9 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 			return fmt.Errorf("serve: --compare-tokenizer %s: %w", f.compare, err)
 		}
 	}
+	if f.costHW == "" {
+		f.costHW = "h100-sxm"
+	}
 	if _, err := cost.LoadProfile(f.costHW); err != nil {
 		return fmt.Errorf("serve: --cost-hardware: %w", err)
 	}
