@@ -5,14 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +30,7 @@ import (
 	"github.com/tokenwise/tokenwise/cost"
 	"github.com/tokenwise/tokenwise/demo"
 	"github.com/tokenwise/tokenwise/domain"
+	"github.com/tokenwise/tokenwise/engine/sched"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/specialize"
 	"github.com/tokenwise/tokenwise/tokenizer"
@@ -54,6 +60,11 @@ func chromiumPath(t *testing.T) string {
 // demoServer serves the embedded demo's specialized model (its merged domain tokens marked)
 // with the base demo tokenizer to compare.
 func demoServer(t *testing.T, key string) (*testServer, *tokenizer.Tokenizer) {
+	return demoServerHook(t, key, nil)
+}
+
+// demoServerHook is demoServer with a hook run before each engine step.
+func demoServerHook(t *testing.T, key string, beforeStep func(sched.Step)) (*testServer, *tokenizer.Tokenizer) {
 	t.Helper()
 	dir := t.TempDir()
 	base, err := demo.ExtractModel(filepath.Join(dir, "base"))
@@ -83,7 +94,7 @@ func demoServer(t *testing.T, key string) (*testServer, *tokenizer.Tokenizer) {
 	}
 	ts := serve(t, Config{Model: m, Tokenizer: tok, ModelName: "tokenwise-demo-adapted", KVCacheBytes: 8 << 20, APIKey: key,
 		TokenizerName: "tokenwise-demo, specialized", DomainTokens: added, CompareTokenizer: cmp, CompareName: "tokenwise-demo, base",
-		CostHardware: "h100-sxm"},
+		CostHardware: "h100-sxm", CostName: "tokenwise-demo-adapted", beforeStep: beforeStep},
 		func(s *Server) *http.Server { return &http.Server{Handler: s.Handler()} })
 	return ts, cmp
 }
@@ -187,13 +198,67 @@ func (b *browser) shot(t *testing.T, name, sel string) {
 	if os.Getenv("TOKENWISE_SCREENSHOTS") != "1" {
 		return
 	}
-	var png []byte
-	b.run(t, chromedp.Screenshot(sel, &png, chromedp.ByQuery))
-	path := filepath.Join("..", "docs", "web-"+name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	var raw []byte
+	b.run(t, chromedp.Screenshot(sel, &raw, chromedp.ByQuery))
+	small, err := palettePNG(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %s (%d bytes)", path, len(png))
+	path := filepath.Join("..", "docs", "web-"+name+".png")
+	if err := os.WriteFile(path, small, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d bytes; %d as the browser wrote it)", path, len(small), len(raw))
+}
+
+// palettePNG re-encodes a screenshot with a 256-colour palette, to keep the committed PNGs
+// small: the page's flat colours are the most frequent and stay exact, anti-aliased edges
+// take the nearest of them.
+func palettePNG(in []byte) ([]byte, error) {
+	img, err := png.Decode(bytes.NewReader(in))
+	if err != nil {
+		return nil, err
+	}
+	r := img.Bounds()
+	counts := map[color.RGBA]int{}
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			counts[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	cols := make([]color.RGBA, 0, len(counts))
+	for c := range counts {
+		cols = append(cols, c)
+	}
+	slices.SortFunc(cols, func(a, b color.RGBA) int {
+		if d := counts[b] - counts[a]; d != 0 {
+			return d
+		}
+		return int(a.R)<<16 | int(a.G)<<8 | int(a.B) - (int(b.R)<<16 | int(b.G)<<8 | int(b.B))
+	})
+	pal := color.Palette{}
+	for _, c := range cols[:min(256, len(cols))] {
+		pal = append(pal, c)
+	}
+	out := image.NewPaletted(r, pal)
+	near := map[color.RGBA]uint8{}
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			i, ok := near[c]
+			if !ok {
+				i = uint8(pal.Index(c))
+				near[c] = i
+			}
+			out.SetColorIndex(x, y, i)
+		}
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&buf, out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func postAPI(t *testing.T, ts *testServer, key, path string, body any, out any) {
@@ -230,7 +295,18 @@ func waitDone(sel string) chromedp.Action {
 }
 
 func TestWebPage(t *testing.T) {
-	ts, cmp := demoServer(t, "")
+	// While held is set, the runner parks before its next step (its gauges just updated for
+	// it) and waits for gate.
+	var gate sync.Mutex
+	var held atomic.Bool
+	parked := make(chan struct{}, 1)
+	ts, cmp := demoServerHook(t, "", func(sched.Step) {
+		if held.Load() {
+			parked <- struct{}{}
+			gate.Lock()
+			gate.Unlock()
+		}
+	})
 	b := newBrowser(t, 1000, 800)
 	// The demo's job: a held-out essay's verdict, as the demo model was trained to write it.
 	ex := domain.Generate(demo.HeldOutSeed, 1)[0]
@@ -330,7 +406,62 @@ func TestWebPage(t *testing.T) {
 	if got := b.text(t, `#srv td[data-k=total]`); !strings.HasSuffix(got, " / 3") {
 		t.Errorf("server panel: tokens / requests %q, want 3 requests finished", got)
 	}
+	// Three requests in flight, held between two steps: the panel shows them running and
+	// their KV blocks, as the status says.
+	status := func() map[string]any {
+		resp, err := http.Get(ts.url + "/v1/tokenwise/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	before := status()["generation_tokens_total"].(float64)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body, _ := json.Marshal(map[string]any{"prompt": fmt.Sprintf("%d %s", i, ex.Prompt), "max_tokens": 40, "ignore_eos": true, "temperature": 0})
+			resp, err := http.Post(ts.url+"/v1/completions", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("completion: %s", resp.Status)
+			}
+		}()
+	}
+	var st map[string]any
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		// All three decoding (each has a token), then hold the runner.
+		if st = status(); st["running"] == 3.0 && st["generation_tokens_total"].(float64) >= before+6 {
+			gate.Lock()
+			held.Store(true)
+			<-parked
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the three requests did not all run: %v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	st = status() // the runner's state now it is held
+	b.run(t, chromedp.Poll(`document.querySelector("#srv td[data-k=running]").textContent.startsWith("3 of")`, nil),
+		chromedp.Sleep(1100*time.Millisecond)) // one more poll: tokens/s falls to 0 while held
+	if got, want := b.text(t, `#srv td[data-k=kv]`), fmt.Sprintf("%v of %v", st["kv_blocks_used"], st["kv_blocks"]); !strings.HasPrefix(got, want) || st["kv_blocks_used"] == 0.0 {
+		t.Errorf("server panel KV %q, status %s", got, want)
+	}
 	b.shot(t, "server", "#panel-server")
+	held.Store(false)
+	gate.Unlock()
+	wg.Wait()
 
 	// Cost: the page's ratio is the cost model's for the served model on the chosen profile.
 	b.run(t, chromedp.Click("#tab-cost", chromedp.ByQuery), chromedp.WaitVisible(`#cost-plot svg`, chromedp.ByQuery))

@@ -85,7 +85,7 @@ the cost model on a hardware profile (--cost-hardware). Besides the public API i
 /v1/tokenwise/status, POST /v1/tokenwise/tokenize and GET /v1/tokenwise/cost; with --api-key
 it asks for the key.
 
-Request fields the server does not implement (tools, logit_bias, response_format, ...) get
+Request fields the server does not implement (tools, logit_bias, best_of, ...) get
 400 naming the field. Chat roles are those of the model's template; message content holding
 special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special-in-content.`,
 		Example: `  tokenwise serve --model /tmp/smollm2-synth --port 8080 --max-seqs 16 --kv-cache-mem 1GiB`,

@@ -10,6 +10,15 @@ const el = (tag, cls, text) => {
   if (text !== undefined) e.textContent = text;
   return e;
 };
+// dur prints milliseconds with a unit that keeps three significant digits (cost-model times
+// of a small model on a GPU are nanoseconds).
+const dur = (ms) => {
+  if (!(ms > 0)) return "0 ms";
+  if (ms >= 1) return ms.toFixed(2) + " ms";
+  if (ms >= 1e-3) return (ms * 1e3).toPrecision(3) + " µs";
+  return (ms * 1e6).toPrecision(3) + " ns";
+};
+const count = (v) => Math.round(v).toLocaleString("en-US");
 const fmt = (v, d = 1) => (v === undefined || v === null || Number.isNaN(v)) ? "–" : Number(v).toFixed(d);
 
 // The API key lives in sessionStorage: kept while the tab is open, gone when it closes.
@@ -303,8 +312,8 @@ async function requestCost(u) {
     const r = await getJSON(`/v1/tokenwise/cost?hardware=${encodeURIComponent(hw)}&prompt=${Math.max(1, u.prompt_tokens)}&output=${Math.max(1, u.completion_tokens)}&batch=1`);
     const e = r.estimate;
     kvRows($("#chat-cost"), [
-      ["est_prefill", "prefill (cost model)", `${fmt(e.prefill.seconds * 1000, 3)} ms, ${e.prefill.bound}-bound`],
-      ["est_decode", "decode (cost model)", `${fmt(e.decode.seconds * 1000, 3)} ms, ${e.decode.bound}-bound`],
+      ["est_prefill", "prefill (cost model)", `${dur(e.prefill.seconds * 1000)}, ${e.prefill.bound}-bound`],
+      ["est_decode", "decode (cost model)", `${dur(e.decode.seconds * 1000)}, ${e.decode.bound}-bound`],
       ["est_ratio", "output-over-input cost", fmt(e.output_over_input_cost, 1) + "×"],
       ["measured", "measured here (prefill / decode)", `${fmt(u.prefill_ms, 2)} / ${fmt(u.decode_ms, 2)} ms in ${u.prefill_steps} / ${u.decode_steps} steps`],
     ]);
@@ -369,10 +378,10 @@ function loadCost() {
       const e = r.estimate;
       kvRows($("#cost-table"), [
         ["ratio", "output-over-input cost", fmt(e.output_over_input_cost, 1) + "× (decode time per output token / prefill time per input token)"],
-        ["prefill", "prefill", `${fmt(e.prefill.seconds_per_token * 1000, 4)} ms/input token, ${fmt(e.prefill_tok_s, 0)} tok/s, ${e.prefill.bound}-bound`],
-        ["decode", "decode", `${fmt(e.decode.seconds_per_token * 1000, 4)} ms/output token, ${fmt(e.decode_tok_s, 0)} tok/s, ${e.decode.bound}-bound`],
-        ["total", "whole batch", `${fmt((e.prefill.seconds + e.decode.seconds) * 1000, 2)} ms`],
-        ["kv", "KV cache", `${fmt(e.kv_bytes_per_token / 1024, 1)} KiB/token; ${e.max_concurrent_seqs} sequences fit`],
+        ["prefill", "prefill", `${dur(e.prefill.seconds_per_token * 1000)}/input token, ${count(e.prefill_tok_s)} tok/s, ${e.prefill.bound}-bound`],
+        ["decode", "decode", `${dur(e.decode.seconds_per_token * 1000)}/output token, ${count(e.decode_tok_s)} tok/s, ${e.decode.bound}-bound`],
+        ["total", "whole batch", dur((e.prefill.seconds + e.decode.seconds) * 1000)],
+        ["kv", "KV cache", `${fmt(e.kv_bytes_per_token / 1024, 1)} KiB/token; ${count(e.max_concurrent_seqs)} sequences fit`],
         ["ridge", "decode turns compute-bound at batch", e.decode_ridge_batch > 0 ? String(e.decode_ridge_batch) : "never (memory-bound)"],
         ["model", "model on hardware", `${e.model} on ${e.hardware}`],
       ]);
