@@ -21,7 +21,7 @@ import (
 //go:embed model/config.json model/generation_config.json model/model.safetensors model/tokenizer.json model/tokenizer_config.json
 var baseFS embed.FS
 
-//go:embed adapted/config.json adapted/generation_config.json adapted/model.safetensors adapted/tokenizer.json adapted/tokenizer_config.json
+//go:embed adapted/config.json adapted/generation_config.json adapted/model.safetensors adapted/tokenizer.json adapted/tokenizer_config.json adapted/vocab_map.json
 var adaptedFS embed.FS
 
 // BaseFS is the embedded base model: a Hugging Face folder under "model".

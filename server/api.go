@@ -50,6 +50,11 @@ func (e *apiError) body() errorBody {
 // streamOptions is stream_options.
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
+	// IncludeTokens is tokenwise's: every chunk's choice carries "tokenwise": {"tokens": [...]},
+	// each output token's id, text and source (sampled, forced, jump-forward, draft; domain when the
+	// specialized vocabulary added it), and the usage chunk "tokenwise": {"steps": [...]}, the
+	// engine steps the request ran in (the web page's timeline).
+	IncludeTokens bool `json:"include_tokens"`
 }
 
 // samplingFields are the request fields shared by both endpoints.
@@ -123,6 +128,7 @@ type genParams struct {
 	logprobs    bool
 	topLogprobs int
 	speculate   bool           // draft with the server's proposers (Config.Speculate)
+	tokens      bool           // stream_options.include_tokens: per-token sources and the step timeline
 	grammar     *grammar.Table // response_format's, compiled (nil: free text)
 }
 
@@ -320,6 +326,7 @@ type completionChoice struct {
 	Text         string              `json:"text"`
 	Logprobs     *completionLogprobs `json:"logprobs"`
 	FinishReason *string             `json:"finish_reason"`
+	Tokenwise    *chunkTokens        `json:"tokenwise,omitempty"`
 }
 
 type completionLogprobs struct {
@@ -330,12 +337,13 @@ type completionLogprobs struct {
 }
 
 type completionResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   *Usage             `json:"usage,omitempty"`
+	ID        string             `json:"id"`
+	Object    string             `json:"object"`
+	Created   int64              `json:"created"`
+	Model     string             `json:"model"`
+	Choices   []completionChoice `json:"choices"`
+	Usage     *Usage             `json:"usage,omitempty"`
+	Tokenwise *chunkSteps        `json:"tokenwise,omitempty"`
 }
 
 // Chat response and chunk.
@@ -361,13 +369,38 @@ type chatChoice struct {
 	Delta        *chatMessageOut `json:"delta,omitempty"`
 	Logprobs     *chatLogprobs   `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
+	Tokenwise    *chunkTokens    `json:"tokenwise,omitempty"`
 }
 
 type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *Usage       `json:"usage,omitempty"`
+	ID        string       `json:"id"`
+	Object    string       `json:"object"`
+	Created   int64        `json:"created"`
+	Model     string       `json:"model"`
+	Choices   []chatChoice `json:"choices"`
+	Usage     *Usage       `json:"usage,omitempty"`
+	Tokenwise *chunkSteps  `json:"tokenwise,omitempty"`
+}
+
+// chunkTokens is a streamed choice's tokenwise extension (stream_options.include_tokens).
+type chunkTokens struct {
+	Tokens []streamToken `json:"tokens"`
+}
+
+// streamToken is one output token and how it came to be: "sampled" (drawn from the
+// logits), "forced" (the only token the grammar allowed), "jump-forward" (forced text
+// appended without a step of its own) or "draft" (proposed and verified). Domain marks a
+// token the specialized vocabulary added (Config.DomainTokens); Special a special token
+// (the end of the answer), whose text is not in the content.
+type streamToken struct {
+	ID      int    `json:"id"`
+	Text    string `json:"text"`
+	Source  string `json:"source"`
+	Domain  bool   `json:"domain,omitempty"`
+	Special bool   `json:"special,omitempty"`
+}
+
+// chunkSteps is the usage chunk's tokenwise extension: the request's engine steps.
+type chunkSteps struct {
+	Steps []stepSpan `json:"steps"`
 }

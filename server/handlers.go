@@ -110,6 +110,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 
 // generate runs a validated request and writes the response (streamed or whole).
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, idPrefix string, f *samplingFields, ids []int, p genParams, logprobs bool, top int, chat bool) {
+	p.tokens = f.Stream && f.StreamOptions != nil && f.StreamOptions.IncludeTokens
 	g, aerr := s.prepare(ids, &p, logprobs, top)
 	if aerr != nil {
 		writeError(w, aerr)
@@ -126,7 +127,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, idPrefix strin
 	}
 	// The id is unguessable (not the sequence number), so one client cannot name another's
 	// response; created is this response's time, the same in each of its chunks.
-	out := &responder{s: s, w: w, id: idPrefix + "-" + rand.Text(), created: time.Now().Unix(), chat: chat, logprobs: p.logprobs}
+	out := &responder{s: s, w: w, id: idPrefix + "-" + rand.Text(), created: time.Now().Unix(), chat: chat, logprobs: p.logprobs, tokens: p.tokens}
 	if f.Stream {
 		out.stream(ctx, g, f.StreamOptions != nil && f.StreamOptions.IncludeUsage)
 		return
@@ -175,7 +176,9 @@ type responder struct {
 	created  int64
 	chat     bool
 	logprobs bool
-	offset   int // text offset of the next token (completion logprobs)
+	tokens   bool          // stream_options.include_tokens
+	pending  []streamToken // tokens not sent yet (their text held back), for the next chunk
+	offset   int           // text offset of the next token (completion logprobs)
 }
 
 // stream writes the request's events as server-sent events, ending with data: [DONE].
@@ -214,12 +217,20 @@ func (o *responder) stream(ctx context.Context, g *genRequest, includeUsage bool
 		if ev.logprob != nil {
 			lp = []engine.TokenLogprobs{*ev.logprob}
 		}
+		if o.tokens && !ev.done {
+			o.pending = append(o.pending, streamToken{ID: ev.token, Text: o.tokenText(ev.token), Source: ev.source.String(),
+				Domain: s.domain[ev.token], Special: s.tok.IsSpecial(ev.token)})
+		}
 		if ev.text == "" && lp == nil && !ev.done {
-			return nil
+			return nil // a token whose text is held back: its entry goes with the next chunk
+		}
+		var tw *chunkTokens
+		if len(o.pending) > 0 {
+			tw, o.pending = &chunkTokens{Tokens: o.pending}, nil
 		}
 		if o.chat {
 			text := ev.text
-			c := chatChoice{Delta: &chatMessageOut{Content: &text}, FinishReason: finish}
+			c := chatChoice{Delta: &chatMessageOut{Content: &text}, FinishReason: finish, Tokenwise: tw}
 			if ev.done && text == "" {
 				c.Delta = &chatMessageOut{}
 			}
@@ -228,7 +239,7 @@ func (o *responder) stream(ctx context.Context, g *genRequest, includeUsage bool
 			}
 			return send(o.chatChunk(c))
 		}
-		c := completionChoice{Text: ev.text, FinishReason: finish}
+		c := completionChoice{Text: ev.text, FinishReason: finish, Tokenwise: tw}
 		if lp != nil {
 			c.Logprobs = o.completionLogprobs(lp, o.offset)
 		}
@@ -244,10 +255,17 @@ func (o *responder) stream(ctx context.Context, g *genRequest, includeUsage bool
 	}
 	if includeUsage {
 		u := res.usage
+		var tw *chunkSteps
+		if o.tokens {
+			tw = &chunkSteps{Steps: res.steps}
+			if tw.Steps == nil {
+				tw.Steps = []stepSpan{}
+			}
+		}
 		if o.chat {
-			_ = send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: s.cfg.ModelName, Choices: []chatChoice{}, Usage: &u})
+			_ = send(chatResponse{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: s.cfg.ModelName, Choices: []chatChoice{}, Usage: &u, Tokenwise: tw})
 		} else {
-			_ = send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: s.cfg.ModelName, Choices: []completionChoice{}, Usage: &u})
+			_ = send(completionResponse{ID: o.id, Object: "text_completion", Created: o.created, Model: s.cfg.ModelName, Choices: []completionChoice{}, Usage: &u, Tokenwise: tw})
 		}
 	}
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")

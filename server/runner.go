@@ -26,6 +26,7 @@ type event struct {
 	done     bool
 	finish   string // stop, length
 	usage    Usage
+	steps    []stepSpan // the final event's, with stream_options.include_tokens
 	err      error
 	internal bool // err is the server's fault (500), not the request's
 }
@@ -40,7 +41,19 @@ type genRequest struct {
 	events    chan event
 
 	admitted, firstToken, lastToken time.Time
-	out                             []int // the completion's ids, for the draft index
+	out                             []int      // the completion's ids, for the draft index
+	steps                           []stepSpan // with stream_options.include_tokens: the timeline
+}
+
+// stepSpan is one engine step a request took part in, for the web page's timeline.
+type stepSpan struct {
+	StartMs float64 `json:"start_ms"` // since the request arrived
+	Ms      float64 `json:"ms"`       // the whole step (forward pass and sampling)
+	ShareMs float64 `json:"share_ms"` // the request's share of it, as usage charges it
+	Prefill bool    `json:"prefill"`  // the step computed prompt tokens of this request
+	Tokens  int     `json:"tokens"`   // this request's tokens in the step (prompt chunk, or decode + drafts)
+	Draft   int     `json:"draft,omitempty"`
+	Batch   int     `json:"batch"` // sequences in the step
 }
 
 // errShutdown ends the requests still running when the server closes.
@@ -182,9 +195,17 @@ func (s *Server) deliver(rep engine.StepReport) {
 		}
 	}
 	s.met.preemptions.Add(float64(len(rep.Step.Preempted)))
+	total := rep.Step.Tokens()
 	for _, w := range rep.Step.Work {
 		if w.Prefill {
 			s.met.promptTokens.Add(float64(len(w.Tokens)))
+			s.web.prompt.Add(int64(len(w.Tokens)))
+		}
+		if r := s.reqs[w.Seq]; r != nil && r.p.tokens {
+			// The share is engine.charge's rule, so the spans add up to the usage's ms.
+			r.steps = append(r.steps, stepSpan{StartMs: ms(rep.Start.Sub(r.arrival)), Ms: ms(rep.Dur),
+				ShareMs: ms(rep.Dur) * float64(len(w.Tokens)) / float64(total),
+				Prefill: w.Prefill, Tokens: len(w.Tokens), Draft: w.Draft, Batch: len(rep.Step.Work)})
 		}
 		if w.Draft > 0 {
 			s.met.specDrafts.Inc()
@@ -197,6 +218,7 @@ func (s *Server) deliver(rep engine.StepReport) {
 			continue
 		}
 		s.met.genTokens.Inc()
+		s.web.generated.Add(1)
 		if r.firstToken.IsZero() {
 			r.firstToken = now
 			s.met.ttft.Observe(now.Sub(r.arrival).Seconds())
@@ -244,7 +266,8 @@ func (s *Server) deliver(rep engine.StepReport) {
 		if s.cfg.DraftIndex != nil {
 			s.cfg.DraftIndex.Add(r.out) // the domain index learns from every finished answer
 		}
-		r.events <- event{text: f.Text, done: true, finish: f.Reason, usage: usageOf(f.Stats)}
+		s.web.finished.Add(1)
+		r.events <- event{text: f.Text, done: true, finish: f.Reason, usage: usageOf(f.Stats), steps: r.steps}
 	}
 }
 
@@ -275,4 +298,6 @@ func (s *Server) updateGauges() {
 	s.met.prefixQueries.Add(float64(kv.Queries - s.seenQueries))
 	s.met.prefixHits.Add(float64(kv.Hits - s.seenHits))
 	s.seenQueries, s.seenHits = kv.Queries, kv.Hits
+	s.web.snap.Store(&statusSnapshot{Running: sch.NumRunning(), Waiting: sch.NumWaiting(),
+		BlocksUsed: kv.NumBlocks() - kv.NumFree(), Blocks: kv.NumBlocks(), PrefixQueries: kv.Queries, PrefixHits: kv.Hits})
 }

@@ -89,6 +89,22 @@ type Config struct {
 	MaxVerifyTokens int
 	DraftIndex      *spec.Index
 
+	// For the web page (web.go). TokenizerName names the served tokenizer there;
+	// CompareTokenizer, if set, is a second one shown beside it (CompareName: its name).
+	// DomainTokens are the ids a specialized vocabulary added (vocab_map.json's new_tokens):
+	// pieces and streamed tokens mark them. CostHardware is the page's default hardware
+	// profile, CostDType the weights' precision for the cost model (default bf16), CostName
+	// the model's name in the cost plot.
+	TokenizerName    string
+	CompareTokenizer *tokenizer.Tokenizer
+	CompareName      string
+	DomainTokens     []int
+	// CompareDomainTokens are the second tokenizer's added ids, when it is the specialized one.
+	CompareDomainTokens []int
+	CostHardware        string
+	CostDType           string
+	CostName            string
+
 	// beforeStep, when set (by tests), runs before each engine step: a test holds a step
 	// with it instead of relying on how fast this machine generates.
 	beforeStep func(sched.Step)
@@ -122,7 +138,9 @@ type Server struct {
 	nextID                atomic.Uint64
 	draining              atomic.Bool
 	closeOne              sync.Once
-	conns                 connTracker // of the http.Server from HTTPServer
+	conns                 connTracker  // of the http.Server from HTTPServer
+	domain, compareDomain map[int]bool // Config.DomainTokens, CompareDomainTokens
+	web                   webCounters
 }
 
 // New allocates the KV cache and starts the runner.
@@ -188,6 +206,8 @@ func New(cfg Config) (*Server, error) {
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 		reqs: map[sched.SeqID]*genRequest{},
 	}
+	s.web.started = time.Now()
+	s.domain, s.compareDomain = idSet(cfg.DomainTokens), idSet(cfg.CompareDomainTokens)
 	s.grammars = engine.NewGrammars(cfg.Tokenizer, 0)
 	s.grammars.OnCompile = func(d time.Duration) { s.met.grammarCompile.Observe(d.Seconds()) }
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
@@ -235,6 +255,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /detokenize", s.handleDetokenize)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", s.handleWeb)
+	mux.HandleFunc("GET /index.html", s.handleWeb)
+	mux.HandleFunc("GET /app.js", s.handleWeb)
+	mux.HandleFunc("GET /app.css", s.handleWeb)
+	mux.HandleFunc("GET "+statusPath, s.handleStatus)
+	mux.HandleFunc("POST /v1/tokenwise/tokenize", s.handlePieces)
+	mux.HandleFunc("GET /v1/tokenwise/cost", s.handleCost)
 	return s.recoverer(s.policy(s.deadlines(s.auth(routes(mux)))))
 }
 
@@ -286,14 +313,16 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// auth checks the Bearer key in constant time; /health and /metrics stay open.
+// auth checks the Bearer key in constant time; /health, /metrics, the status (what
+// /metrics says, as JSON) and the web page's files stay open: the page learns from the
+// status that it needs the key, asks for it and sends it with its API calls.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.APIKey == "" {
 		return next
 	}
 	want := []byte(s.cfg.APIKey)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/health" && r.URL.Path != "/metrics" {
+		if r.URL.Path != "/health" && r.URL.Path != "/metrics" && !(r.Method == http.MethodGet && webPath(r.URL.Path)) && r.URL.Path != statusPath {
 			// The scheme is case-insensitive (RFC 9110 11.1), the key is not.
 			scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 			key = strings.TrimLeft(key, " ")
@@ -539,6 +568,7 @@ type generation struct {
 	tokens []engine.TokenLogprobs
 	finish string
 	usage  Usage
+	steps  []stepSpan
 }
 
 // collect waits for a request to finish, calling onEvent for each token event (when not
@@ -562,7 +592,7 @@ func (s *Server) collect(ctx context.Context, g *genRequest, onEvent func(event)
 				}
 			}
 			if ev.done {
-				out.finish, out.usage = ev.finish, ev.usage
+				out.finish, out.usage, out.steps = ev.finish, ev.usage, ev.steps
 				return &out, nil
 			}
 		case <-ctx.Done():

@@ -15,11 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokenwise/tokenwise/cost"
 	"github.com/tokenwise/tokenwise/demo"
 	"github.com/tokenwise/tokenwise/engine"
 	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/server"
+	"github.com/tokenwise/tokenwise/specialize"
+	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
 type serveFlags struct {
@@ -34,6 +37,7 @@ type serveFlags struct {
 	readHeader, read, write, idle    time.Duration
 	allowHosts, allowOrigins         []string
 	allowSpecial                     bool
+	compare, costHW                  string
 }
 
 func newServeCmd() *cobra.Command {
@@ -73,7 +77,15 @@ proxy): a web page cannot reach the server through DNS rebinding. Browser reques
 another origin (an Origin header that is not the server's own) get 403 unless
 --allow-origin lists the origin.
 
-Request fields the server does not implement (tools, logit_bias, response_format, ...) get
+GET / serves a web page (embedded; it loads nothing from elsewhere): the text's tokens under
+the served tokenizer and a second one (--compare-tokenizer; the embedded demo compares its
+specialized tokenizer), a streamed chat showing each token's source (sampled, forced,
+jump-forward, draft, domain) and the request's timeline and usage, the server's state, and
+the cost model on a hardware profile (--cost-hardware). Besides the public API it calls GET
+/v1/tokenwise/status, POST /v1/tokenwise/tokenize and GET /v1/tokenwise/cost; with --api-key
+it asks for the key.
+
+Request fields the server does not implement (tools, logit_bias, best_of, ...) get
 400 naming the field. Chat roles are those of the model's template; message content holding
 special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special-in-content.`,
 		Example: `  tokenwise serve --model /tmp/smollm2-synth --port 8080 --max-seqs 16 --kv-cache-mem 1GiB`,
@@ -107,6 +119,8 @@ special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "also answer requests with this Host (name, or name:port; repeatable; '*': any), e.g. behind a proxy")
 	fl.BoolVar(&f.allowSpecial, "allow-special-in-content", false, "let chat message content hold special-token text (e.g. <|im_end|>), read as control tokens; refused by default")
 	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex)
+	fl.StringVar(&f.compare, "compare-tokenizer", "", "a second tokenizer (tokenizer.json or a model folder) the web page shows beside the model's, e.g. the base model's next to a specialized one")
+	fl.StringVar(&f.costHW, "cost-hardware", "h100-sxm", "the web page's default hardware profile for the cost model ("+strings.Join(cost.Profiles(), ", ")+")")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "also answer browser requests from this origin, with CORS headers (e.g. https://app.example; repeatable; '*': any)")
 	return cmd
 }
@@ -114,6 +128,19 @@ special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special
 // runServe serves until ctx is cancelled, then shuts down gracefully. ready (tests) gets
 // the listening address.
 func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(addr string)) error {
+	compareName := tokenizerName(f.compare)
+	if f.model == "" && f.compare == "" {
+		// The demo's page compares the base tokenizer with the specialized one.
+		dir, err := os.MkdirTemp("", "tokenwise-demo-adapted-")
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if f.compare, err = demo.ExtractAdapted(dir); err != nil {
+			return fmt.Errorf("serve: embedded demo model: %w", err)
+		}
+		compareName = "tokenwise-demo, specialized"
+	}
 	if f.model == "" {
 		// No --model: serve the embedded demo model (demo/model), written to a temporary folder
 		// because the loader memory-maps files.
@@ -143,6 +170,34 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	tok, err := loadModelTokenizer(f.model)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	var compare *tokenizer.Tokenizer
+	if f.compare != "" {
+		if compare, err = tokenizer.Load(f.compare); err != nil {
+			return fmt.Errorf("serve: --compare-tokenizer %s: %w", f.compare, err)
+		}
+	}
+	if f.costHW == "" {
+		f.costHW = "h100-sxm"
+	}
+	if _, err := cost.LoadProfile(f.costHW); err != nil {
+		return fmt.Errorf("serve: --cost-hardware: %w", err)
+	}
+	// Merged domain tokens, marked on the page: the served model's, if it was specialized,
+	// else the second tokenizer's (the page marks them in whichever column is specialized).
+	domainIDs, err := specialize.NewTokenIDs(f.model)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	var compareDomain []int
+	if f.compare != "" {
+		dir := f.compare
+		if filepath.Base(dir) == "tokenizer.json" {
+			dir = filepath.Dir(dir) // its model folder's vocab_map.json
+		}
+		if compareDomain, err = specialize.NewTokenIDs(dir); err != nil {
+			return fmt.Errorf("serve: --compare-tokenizer: %w", err)
+		}
 	}
 	kv, err := model.ParseKVDType(f.kvDType)
 	if err != nil {
@@ -185,6 +240,8 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
 		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
 		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index, SchemaDrafts: spec.SchemaDrafts(f.speculate), MaxVerifyTokens: verify,
+		TokenizerName: name, CompareTokenizer: compare, CompareName: compareName,
+		DomainTokens: domainIDs, CompareDomainTokens: compareDomain, CostHardware: f.costHW, CostDType: costDType(f.model), CostName: name,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -217,4 +274,29 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		fmt.Fprintln(stderr, "tokenwise: grace period over: cancelled the requests still in flight")
 	}
 	return nil
+}
+
+// tokenizerName names a --compare-tokenizer path on the page: its folder's name.
+func tokenizerName(path string) string {
+	if path == "" {
+		return ""
+	}
+	path = filepath.Clean(path)
+	if filepath.Base(path) == "tokenizer.json" {
+		path = filepath.Dir(path)
+	}
+	return filepath.Base(path)
+}
+
+// costDType is the weights' precision for the page's cost model, as tokenwise cost picks it.
+func costDType(modelPath string) string {
+	if dt := cost.WeightsDType(modelPath); dt != "" {
+		return dt
+	}
+	if s, err := cost.LoadShape(modelPath); err == nil && s.TorchDType != "" {
+		if _, err := cost.ParsePrecision(s.TorchDType); err == nil {
+			return s.TorchDType
+		}
+	}
+	return "bf16"
 }

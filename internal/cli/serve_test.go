@@ -49,6 +49,25 @@ func TestServeDemoModel(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"completion_tokens":3`) {
 		t.Fatalf("completion: %d %s", resp.StatusCode, b)
 	}
+	// The web page, and its second tokenizer: the demo's specialized one, merged tokens marked.
+	resp, err = http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `<script src="app.js"`) {
+		t.Fatalf("GET /: %d %.200s", resp.StatusCode, b)
+	}
+	resp, err = http.Post("http://"+addr+"/v1/tokenwise/tokenize", "application/json", strings.NewReader(`{"prompt":"{\"score\": 3, \"grammar\": 2","tokenizer":"compare"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"tokenizer":"tokenwise-demo, specialized"`) || !strings.Contains(string(b), `"domain":true`) {
+		t.Fatalf("second tokenizer: %d %s", resp.StatusCode, b)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("shutdown returned %v", err)
