@@ -1,0 +1,261 @@
+//go:build ignore
+
+// smalln_gen.go writes smalln_amd64.s and smalln_amd64_call.go: the small-n quantized
+// products, one function per weight dtype and token count T (1..8), because a kernel that
+// keeps 2·T accumulators in registers has to be unrolled for each T. Run `go generate
+// ./kernels` after editing it; the generated files are committed.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+)
+
+type dtype struct {
+	name  string // Q8_0, Q4_0, Q4_1
+	bytes int    // bytes per block of 32
+	qs    int    // offset of the quants in a block
+	nib   bool   // 4-bit quants
+	minus bool   // nibble values are q−8 (Q4_0)
+	min   bool   // a block minimum m at offset 2 (Q4_1)
+}
+
+var dtypes = []dtype{
+	{name: "Q8_0", bytes: 34, qs: 2},
+	{name: "Q4_0", bytes: 18, qs: 2, nib: true, minus: true},
+	{name: "Q4_1", bytes: 20, qs: 4, nib: true, min: true},
+}
+
+const maxT = 8
+
+var s bytes.Buffer
+
+func p(format string, args ...any) { fmt.Fprintf(&s, "\t"+format+"\n", args...) }
+
+// tokAddr is where token t's block starts: SI (tokens 0..3) or DI (4..7) plus t%4 token
+// strides (R8 = one stride, R9 = three).
+func tokAddr(t int) string {
+	base := "SI"
+	if t >= 4 {
+		base = "DI"
+	}
+	switch t % 4 {
+	case 1:
+		return fmt.Sprintf("(%s)(R8*1)", base)
+	case 2:
+		return fmt.Sprintf("(%s)(R8*2)", base)
+	case 3:
+		return fmt.Sprintf("(%s)(R9*1)", base)
+	}
+	return fmt.Sprintf("(%s)", base)
+}
+
+// outAddr is where row k (0, 1) of the pair and token t go: R13 (tokens 0..3) or R11
+// (4..7) plus t%4 output strides (R12 = one, R14 = three), +4 bytes for row 1.
+func outAddr(k, t int) string {
+	base := "R13"
+	if t >= 4 {
+		base = "R11"
+	}
+	off := ""
+	if k == 1 {
+		off = "4"
+	}
+	switch t % 4 {
+	case 1:
+		return fmt.Sprintf("%s(%s)(R12*1)", off, base)
+	case 2:
+		return fmt.Sprintf("%s(%s)(R12*2)", off, base)
+	case 3:
+		return fmt.Sprintf("%s(%s)(R14*1)", off, base)
+	}
+	return fmt.Sprintf("%s(%s)", off, base)
+}
+
+// acc is the register of row k's accumulator for token t: Y0..Y15.
+func acc(k, t int) string { return fmt.Sprintf("Y%d", 2*t+k) }
+
+func kernel(d dtype, T int) {
+	name := fmt.Sprintf("smallN%sT%dVNNI", d.name, T)
+	fmt.Fprintf(&s, "// func %s(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)\n", name)
+	fmt.Fprintf(&s, "TEXT ·%s(SB), NOSPLIT, $128-72\n", name)
+	p("MOVQ w+0(FP), AX")
+	p("MOVQ rowBytes+8(FP), BX")
+	p("MOVQ pairs+16(FP), DX")
+	p("MOVQ out+56(FP), R13")
+	p("MOVL $0x80808080, R12")
+	p("VPBROADCASTD R12, Y16") // 0x80 bytes: the activations' offset to unsigned
+	if d.nib {
+		p("MOVL $0x0f0f0f0f, R12")
+		p("VPBROADCASTD R12, Y17") // nibble mask
+		// Y30: shift counts per 16-bit lane, 0 for the low 128 bits (low nibbles,
+		// elements 0..15), 4 for the high 128 (high nibbles, 16..31).
+		p("MOVL $0x00040004, R12")
+		p("VPBROADCASTD R12, X31")
+		p("VPXORD Y30, Y30, Y30")
+		p("VINSERTI32X4 $1, X31, Y30, Y30")
+	}
+	if d.minus {
+		p("MOVL $0x08080808, R12")
+		p("VPBROADCASTD R12, Y18")
+	}
+	fmt.Fprintf(&s, "pair:\n")
+	p("MOVQ x+32(FP), SI")
+	p("MOVQ nb+24(FP), CX")
+	p("MOVQ CX, R8")
+	p("SHLQ $5, R8") // token stride: nb·32 bytes
+	p("LEAQ (R8)(R8*2), R9")
+	p("LEAQ (SI)(R8*4), DI")
+	p("MOVQ dxT+40(FP), R10")
+	if d.min {
+		p("MOVQ sxT+48(FP), R11")
+		p("VPXORD Y28, Y28, Y28")
+		p("VPXORD Y29, Y29, Y29")
+	}
+	for t := range T {
+		for k := range 2 {
+			p("VPXORD %s, %s, %s", acc(k, t), acc(k, t), acc(k, t))
+		}
+	}
+	fmt.Fprintf(&s, "block:\n")
+	for k := range 2 {
+		src := "(AX)"
+		if k == 1 {
+			src = "(AX)(BX*1)"
+		}
+		at := func(off int) string {
+			if off == 0 {
+				return src
+			}
+			return fmt.Sprintf("%d%s", off, src)
+		}
+		w, c := fmt.Sprintf("Y%d", 19+k), fmt.Sprintf("Y%d", 21+k)
+		// The weight quants as 32 signed bytes in element order.
+		if d.nib {
+			p("VBROADCASTI32X4 %s, %s", at(d.qs), w)
+			p("VPSRLVW Y30, %s, %s", w, w)
+			p("VPANDD Y17, %s, %s", w, w)
+			if d.minus {
+				p("VPSUBB Y18, %s, %s", w, w)
+			}
+		} else {
+			p("VMOVDQU32 %s, %s", at(d.qs), w)
+		}
+		// c = −128·Σw per lane: VPDPBUSD multiplies unsigned by signed bytes, so the
+		// activations go in as x+128 and each lane's integer sum starts from c.
+		p("VPXORD %s, %s, %s", c, c, c)
+		p("VPDPBUSD %s, Y16, %s", w, c)
+		p("VPXORD Y27, Y27, Y27")
+		p("VPSUBD %s, Y27, %s", c, c)
+		// The block's scales for the T tokens: f16 d_w widened, times d_x (dxT[b][t]),
+		// parked at k·32(SP) for the broadcast operands below.
+		p("VPBROADCASTW %s, X26", at(0))
+		p("VCVTPH2PS X26, Y26")
+		p("VMULPS (R10), Y26, Y26")
+		p("VMOVUPS Y26, %d(SP)", 32*k)
+		if d.min {
+			// Σ m·s_x, in the lane of each token, in block order.
+			p("VPBROADCASTW %s, X26", at(2))
+			p("VCVTPH2PS X26, Y26")
+			p("VFMADD231PS (R11), Y26, Y%d", 28+k)
+		}
+	}
+	for t := range T {
+		p("VPXORD %s, Y16, Y23", tokAddr(t))
+		for k := range 2 {
+			tmp := fmt.Sprintf("Y%d", 24+k)
+			p("VMOVDQA32 Y%d, %s", 21+k, tmp)
+			p("VPDPBUSD Y%d, Y23, %s", 19+k, tmp)
+			p("VCVTDQ2PS %s, %s", tmp, tmp)
+			p("VFMADD231PS.BCST %d(SP), %s, %s", 32*k+4*t, tmp, acc(k, t))
+		}
+	}
+	p("ADDQ $%d, AX", d.bytes)
+	p("ADDQ $32, SI")
+	p("ADDQ $32, DI")
+	p("ADDQ $32, R10")
+	if d.min {
+		p("ADDQ $32, R11")
+	}
+	p("DECQ CX")
+	p("JNZ block")
+	p("ADDQ BX, AX") // past the pair's second row
+	if d.min {
+		p("VMOVUPS Y28, 64(SP)")
+		p("VMOVUPS Y29, 96(SP)")
+	}
+	p("MOVQ ldo+64(FP), R12")
+	p("SHLQ $2, R12")
+	p("LEAQ (R12)(R12*2), R14")
+	p("LEAQ (R13)(R12*4), R11")
+	for t := range T {
+		for k := range 2 {
+			// hsum_float_8: (l4+l0, l5+l1, l6+l2, l7+l3), then (r0+r2)+(r1+r3).
+			a := acc(k, t)
+			p("VEXTRACTF32X4 $1, %s, X26", a)
+			p("VADDPS X%s, X26, X26", a[1:])
+			p("VMOVHLPS X26, X26, X27")
+			p("VADDPS X27, X26, X27")
+			p("VMOVSHDUP X27, X26")
+			p("VADDSS X26, X27, X27")
+			if d.min {
+				p("VADDSS %d(SP), X27, X27", 64+32*k+4*t)
+			}
+			p("VMOVSS X27, %s", outAddr(k, t))
+		}
+	}
+	p("ADDQ $8, R13")
+	p("DECQ DX")
+	p("JNZ pair")
+	p("VZEROUPPER")
+	p("RET")
+	fmt.Fprintf(&s, "\n")
+}
+
+func main() {
+	fmt.Fprintf(&s, "// Code generated by smalln_gen.go; DO NOT EDIT.\n\n#include \"textflag.h\"\n\n")
+	fmt.Fprintf(&s, `// func smallN<dtype>T<T>VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+//
+// Rows of Q8_0, Q4_0 or Q4_1 weights (w, rowBytes apart, nb blocks each) two at a time
+// (pairs pairs; rowBytes 0 does one row twice) times T activation rows quantized to Q8_0
+// blocks (x, nb·32 bytes apart): out[t·ldo + r] = row r · token t, for r < 2·pairs. Each
+// block of a row pair is loaded (and its nibbles unpacked) once and dotted with all T
+// tokens while it is in registers: the product of a few tokens reads the weights once, as
+// a decode step does. dxT[8b+t] is token t's block-b scale, sxT[8b+t] its d·Σq (Q4_1).
+//
+// Every value has ggml's AVX2 vec_dot arithmetic, the Go reference's (dotQ8_0Act, ...): per
+// block and lane j, the exact integer sum of elements 4j..4j+3's products (VPDPBUSD of the
+// activations offset by 128 against the signed weights, from −128·Σw), converted to float
+// and fused-multiply-added with d_w·d_x into lane j; then hsum_float_8's order, plus
+// Σ m·s_x (in block order) for Q4_1.
+
+`)
+	for _, d := range dtypes {
+		for T := 1; T <= maxT; T++ {
+			kernel(d, T)
+		}
+	}
+	if err := os.WriteFile("smalln_amd64.s", s.Bytes(), 0o644); err != nil {
+		panic(err)
+	}
+	s.Reset()
+	fmt.Fprintf(&s, "// Code generated by smalln_gen.go; DO NOT EDIT.\n\n//go:build amd64\n\npackage kernels\n\nimport \"github.com/tokenwise/tokenwise/tensor\"\n\n")
+	for _, d := range dtypes {
+		for T := 1; T <= maxT; T++ {
+			fmt.Fprintf(&s, "//go:noescape\nfunc smallN%sT%dVNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)\n\n", d.name, T)
+		}
+	}
+	fmt.Fprintf(&s, "// smallNCall runs the kernel for dt and T tokens (1..%d); a switch, not a table, so that\n// the arguments do not escape.\nfunc smallNCall(dt tensor.DType, T int, w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int) {\n\tswitch dt {\n", maxT)
+	for _, d := range dtypes {
+		fmt.Fprintf(&s, "\tcase tensor.%s:\n\t\tswitch T {\n", d.name)
+		for T := 1; T <= maxT; T++ {
+			fmt.Fprintf(&s, "\t\tcase %d:\n\t\t\tsmallN%sT%dVNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)\n", T, d.name, T)
+		}
+		fmt.Fprintf(&s, "\t\t}\n")
+	}
+	fmt.Fprintf(&s, "\t}\n}\n")
+	if err := os.WriteFile("smalln_amd64_call.go", s.Bytes(), 0o644); err != nil {
+		panic(err)
+	}
+}

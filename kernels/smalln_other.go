@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package kernels
+
+func asmSmallN(out []float32, w *Mat, a *qact, n, lo, hi int) bool { return false }
