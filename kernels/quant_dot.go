@@ -29,6 +29,7 @@ type qact struct {
 	// raw, sums: each block's unrounded scale and quant sum (quantize's scratch).
 	raw  []float32
 	sums []int32
+	sn   smallNAct // for the small-n kernels (smalln.go)
 }
 
 // actKind is the activation format a weight dtype multiplies with.

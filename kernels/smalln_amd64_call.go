@@ -7,137 +7,137 @@ package kernels
 import "github.com/tokenwise/tokenwise/tensor"
 
 //go:noescape
-func smallNQ8_0T1VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T1VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ8_0T2VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T2VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ8_0T3VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T3VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ8_0T4VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T4VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ8_0T5VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T5VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ8_0T6VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T6VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ8_0T7VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T7VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ8_0T8VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ8_0T8VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T1VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T1VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T2VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T2VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T3VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T3VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T4VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T4VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T5VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T5VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T6VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T6VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T7VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T7VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_0T8VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_0T8VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T1VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T1VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T2VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T2VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T3VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T3VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T4VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T4VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T5VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T5VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T6VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T6VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T7VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T7VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 //go:noescape
-func smallNQ4_1T8VNNI(w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int)
+func smallNQ4_1T8VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
 // smallNCall runs the kernel for dt and T tokens (1..8); a switch, not a table, so that
 // the arguments do not escape.
-func smallNCall(dt tensor.DType, T int, w *byte, rowBytes, pairs, nb int, x *int8, dxT, sxT, out *float32, ldo int) {
+func smallNCall(dt tensor.DType, T int, w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int) {
 	switch dt {
 	case tensor.Q8_0:
 		switch T {
 		case 1:
-			smallNQ8_0T1VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T1VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 2:
-			smallNQ8_0T2VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T2VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 3:
-			smallNQ8_0T3VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T3VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 4:
-			smallNQ8_0T4VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T4VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 5:
-			smallNQ8_0T5VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T5VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 6:
-			smallNQ8_0T6VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T6VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 7:
-			smallNQ8_0T7VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T7VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 8:
-			smallNQ8_0T8VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ8_0T8VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		}
 	case tensor.Q4_0:
 		switch T {
 		case 1:
-			smallNQ4_0T1VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T1VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 2:
-			smallNQ4_0T2VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T2VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 3:
-			smallNQ4_0T3VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T3VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 4:
-			smallNQ4_0T4VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T4VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 5:
-			smallNQ4_0T5VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T5VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 6:
-			smallNQ4_0T6VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T6VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 7:
-			smallNQ4_0T7VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T7VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 8:
-			smallNQ4_0T8VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_0T8VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		}
 	case tensor.Q4_1:
 		switch T {
 		case 1:
-			smallNQ4_1T1VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T1VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 2:
-			smallNQ4_1T2VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T2VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 3:
-			smallNQ4_1T3VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T3VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 4:
-			smallNQ4_1T4VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T4VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 5:
-			smallNQ4_1T5VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T5VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 6:
-			smallNQ4_1T6VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T6VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 7:
-			smallNQ4_1T7VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T7VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		case 8:
-			smallNQ4_1T8VNNI(w, rowBytes, pairs, nb, x, dxT, sxT, out, ldo)
+			smallNQ4_1T8VNNI(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
 		}
 	}
 }

@@ -54,6 +54,7 @@ func TestSmallN(t *testing.T) {
 					withISA(t, i, func() {
 						name := fmt.Sprintf("%v/%v/%dx%d rows %d..%d/n=%d", i, dt, sh.rows, sh.cols, sh.lo, sh.hi, n)
 						got := make([]float32, n*sh.rows)
+						prepSmallN(&a, &w, n) // as prepare does
 						quantRows(got, &w, &a, n, sh.lo, sh.hi)
 						for tk := range n {
 							for r := sh.lo; r < sh.hi; r++ {
@@ -70,8 +71,8 @@ func TestSmallN(t *testing.T) {
 	}
 }
 
-// TestSmallNRuns: the small-n kernels take 2..smallNMax tokens where AVX-512 VNNI runs, so
-// TestSmallN checks them and not only the paths they replace.
+// TestSmallNRuns: the small-n kernels take 2..smallNMax tokens (Q4_0, Q4_1: 1..smallNMax)
+// where AVX-512 VNNI runs, so TestSmallN checks them and not only the paths they replace.
 func TestSmallNRuns(t *testing.T) {
 	if !useVNNI || !smallN {
 		t.Skip("no AVX-512 VNNI on this CPU (or TOKENWISE_NO_ASM, TOKENWISE_SMALLN=0)")
@@ -82,8 +83,9 @@ func TestSmallNRuns(t *testing.T) {
 		for n := 1; n <= smallNMax+1; n++ {
 			var a qact
 			a.quantize(randVec(rng, n*64), true)
+			prepSmallN(&a, &w, n)
 			ran := asmSmallN(make([]float32, n*5), &w, &a, n, 0, 5)
-			if want := n >= 2 && n <= smallNMax; ran != want {
+			if want := n >= 1 && n <= smallNMax && (n >= 2 || dt != tensor.Q8_0); ran != want {
 				t.Fatalf("%v n=%d: small-n kernel ran %v, want %v", dt, n, ran, want)
 			}
 		}
