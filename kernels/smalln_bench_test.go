@@ -3,20 +3,22 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
 // BenchmarkSmallN: the quantized products of a few tokens (a speculative verify pass of k
 // drafts is n = k+1 tokens) on the matrices of SmolLM2-135M and Qwen3-0.6B, single-threaded
-// and with a pool of two. A product that loads each weight block once for all n tokens costs
-// little more at n = 4 than at n = 1 (decode is bound by the weight reads); one that
-// re-reads or recomputes per token costs ~n times. Each case runs with the small-n kernels
-// (new) and without them (old) back to back, so the two are measured in the same sitting:
+// (t=1) and with a pool of two (t=2). A product that loads each weight block once for all n
+// tokens costs little more at n = 4 than at n = 1 (decode is bound by the weight reads); one
+// that re-reads or recomputes per token costs ~n times. Every iteration runs the product
+// without the small-n kernels (old) and then with them (new), and the benchmark reports the
+// median of each in µs, so the two are compared in the same moments of a shared machine:
 //
-//	go test ./kernels -run '^$' -bench 'SmallN/Q8_0/576x576' -benchtime 200ms
-//	scripts/smalln-table.sh < bench.txt   (time per pass as a multiple of n = 1)
+//	go test ./kernels -run '^$' -bench 'SmallN/Q8_0/576x576' -benchtime 50x
 func BenchmarkSmallN(b *testing.B) {
 	shapes := [][2]int{ // rows × cols
 		{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}, // SmolLM2-135M: q/o, gate/up, down, head
@@ -37,23 +39,34 @@ func BenchmarkSmallN(b *testing.B) {
 			x := randVec(rand.New(rand.NewPCG(5, 6)), 16*cols)
 			for _, threads := range []int{1, 2} {
 				for _, n := range ns {
-					for _, kern := range []string{"old", "new"} {
-						name := fmt.Sprintf("%v/%dx%d/t=%d/n=%d/%s", dt, rows, cols, threads, n, kern)
-						b.Run(name, func(b *testing.B) {
-							w := mat(b)
-							defer setSmallN(setSmallN(kern == "new"))
-							p := NewPool(threads)
-							defer p.Close()
-							s := NewScratch(threads)
-							out := make([]float32, n*rows)
-							b.SetBytes(int64(len(w.Data)))
-							for b.Loop() {
+					b.Run(fmt.Sprintf("%v/%dx%d/t=%d/n=%d", dt, rows, cols, threads, n), func(b *testing.B) {
+						w := mat(b)
+						defer setSmallN(setSmallN(true))
+						p := NewPool(threads)
+						defer p.Close()
+						s := NewScratch(threads)
+						out := make([]float32, n*rows)
+						var times [2][]time.Duration
+						for b.Loop() {
+							for k := range 2 {
+								setSmallN(k == 1)
+								t0 := time.Now()
 								MatMul(p, out, w, x[:n*cols], n, s)
+								times[k] = append(times[k], time.Since(t0))
 							}
-						})
-					}
+						}
+						b.ReportMetric(medianMicros(times[0]), "old-µs")
+						b.ReportMetric(medianMicros(times[1]), "new-µs")
+					})
 				}
 			}
 		}
 	}
+}
+
+// medianMicros is the median of ts in microseconds.
+func medianMicros(ts []time.Duration) float64 {
+	ts = slices.Clone(ts)
+	slices.Sort(ts)
+	return float64(ts[len(ts)/2].Nanoseconds()) / 1e3
 }
