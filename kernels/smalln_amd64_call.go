@@ -78,6 +78,81 @@ func smallNQ4_1T7VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, 
 //go:noescape
 func smallNQ4_1T8VNNI(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
 
+//go:noescape
+func smallNQ8_0T1AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ8_0T2AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ8_0T3AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ8_0T4AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_0T1AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_0T2AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_0T3AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_0T4AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_1T1AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_1T2AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_1T3AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+//go:noescape
+func smallNQ4_1T4AVX2(w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int)
+
+// smallNCallAVX2 is smallNCall for the AVX2 kernels (T up to 4).
+func smallNCallAVX2(dt tensor.DType, T int, w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int) {
+	switch dt {
+	case tensor.Q8_0:
+		switch T {
+		case 1:
+			smallNQ8_0T1AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 2:
+			smallNQ8_0T2AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 3:
+			smallNQ8_0T3AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 4:
+			smallNQ8_0T4AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		}
+	case tensor.Q4_0:
+		switch T {
+		case 1:
+			smallNQ4_0T1AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 2:
+			smallNQ4_0T2AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 3:
+			smallNQ4_0T3AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 4:
+			smallNQ4_0T4AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		}
+	case tensor.Q4_1:
+		switch T {
+		case 1:
+			smallNQ4_1T1AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 2:
+			smallNQ4_1T2AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 3:
+			smallNQ4_1T3AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		case 4:
+			smallNQ4_1T4AVX2(w, rowBytes, pairs, nb, x, e, dxT, sxT, out, ldo)
+		}
+	}
+}
+
 // smallNCall runs the kernel for dt and T tokens (1..8); a switch, not a table, so that
 // the arguments do not escape.
 func smallNCall(dt tensor.DType, T int, w *byte, rowBytes, pairs, nb int, x *int8, e *int32, dxT, sxT, out *float32, ldo int) {

@@ -25,7 +25,9 @@ func BenchmarkSmallN(b *testing.B) {
 		{2048, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}, // Qwen3-0.6B: q, o, gate/up, down
 	}
 	ns := []int{1, 2, 3, 4, 5, 8, 16}
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+	// F16 and BF16 have no small-n kernels (old and new are the same path): they are here
+	// to show what their products of a few tokens cost against one.
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.F16, tensor.BF16} {
 		for _, sh := range shapes {
 			rows, cols := sh[0], sh[1]
 			var m *Mat

@@ -72,22 +72,33 @@ func TestSmallN(t *testing.T) {
 }
 
 // TestSmallNRuns: the small-n kernels take 2..smallNMax tokens (Q4_0, Q4_1: 1..smallNMax)
-// where AVX-512 VNNI runs, so TestSmallN checks them and not only the paths they replace.
+// under the ISAs with their assembly (AVX-512 VNNI, or AVX2 with F16C), so TestSmallN checks
+// them, and not only the paths they replace, wherever they run.
 func TestSmallNRuns(t *testing.T) {
-	if !useVNNI || !smallN {
-		t.Skip("no AVX-512 VNNI on this CPU (or TOKENWISE_NO_ASM, TOKENWISE_SMALLN=0)")
+	if !smallN {
+		t.Skip("TOKENWISE_SMALLN=0")
 	}
 	rng := rand.New(rand.NewPCG(33, 34))
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
-		w, _ := randMat(t, rng, dt, 5, 64)
-		for n := 1; n <= smallNMax+1; n++ {
-			var a qact
-			a.quantize(randVec(rng, n*64), true)
-			prepSmallN(&a, &w, n)
-			ran := asmSmallN(make([]float32, n*5), &w, &a, n, 0, 5)
-			if want := n >= 1 && n <= smallNMax && (n >= 2 || dt != tensor.Q8_0); ran != want {
-				t.Fatalf("%v n=%d: small-n kernel ran %v, want %v", dt, n, ran, want)
+	ran := map[ISA]bool{}
+	for _, i := range SupportedISAs() {
+		withISA(t, i, func() {
+			for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
+				w, _ := randMat(t, rng, dt, 5, 64)
+				for n := 1; n <= smallNMax+1; n++ {
+					var a qact
+					a.quantize(randVec(rng, n*64), true)
+					prepSmallN(&a, &w, n)
+					got := asmSmallN(make([]float32, n*5), &w, &a, n, 0, 5)
+					want := useAsmQ8 && n <= smallNMax && (n >= 2 || dt != tensor.Q8_0)
+					if got != want {
+						t.Fatalf("%v %v n=%d: small-n kernel ran %v, want %v", i, dt, n, got, want)
+					}
+					ran[i] = ran[i] || got
+				}
 			}
-		}
+		})
+	}
+	if useVNNI && !ran[ISAAVX512] || BestISA() >= ISAAVX2 && useAsmQ8 && !ran[ISAAVX2] {
+		t.Fatalf("small-n kernels ran under %v", ran)
 	}
 }
