@@ -2,7 +2,11 @@ package kernels
 
 //go:generate go run smalln_gen.go
 
-import "os"
+import (
+	"os"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
 
 // smallN selects the small-n quantized products (smalln_amd64.s) for passes of 2 to
 // smallNMax tokens; TOKENWISE_SMALLN=0 turns them off, to measure one against the other.
@@ -29,7 +33,8 @@ const maxSmallNBlocks = 512
 // smallNAct is what the small-n kernels take of a pass's quantized activations besides
 // qact's quants, made once per product (prepare) rather than by every worker.
 type smallNAct struct {
-	n int // tokens it was made for; 0: not made
+	n  int          // tokens it was made for; 0: not made
+	dt tensor.DType // and the weights' dtype
 	// xo: Q8_0 weights' activations, the quants + 128 as unsigned bytes (VPDPBUSD takes
 	// unsigned by signed bytes). e: Q4_0's, −8·Σ of each four quants (the nibbles are
 	// q+8). Empty for the other dtypes.

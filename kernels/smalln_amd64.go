@@ -62,7 +62,7 @@ func prepSmallN(a *qact, w *Mat, n int) {
 			}
 		}
 	}
-	sn.n = n
+	sn.n, sn.dt = n, w.DType
 }
 
 // asmSmallN computes rows [lo,hi) of a Q8_0, Q4_0 or Q4_1 matrix for n tokens with the
@@ -73,7 +73,7 @@ func prepSmallN(a *qact, w *Mat, n int) {
 // (prepSmallN did not prepare a for this product).
 func asmSmallN(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 	sn := &a.sn
-	if sn.n != n || hi <= lo || !smallNRuns(w, n) {
+	if sn.n != n || sn.dt != w.DType || hi <= lo || !smallNRuns(w, n) {
 		return false
 	}
 	nb := w.Cols / 32

@@ -89,7 +89,7 @@ func TestSmallNRuns(t *testing.T) {
 					a.quantize(randVec(rng, n*64), true)
 					prepSmallN(&a, &w, n)
 					got := asmSmallN(make([]float32, n*5), &w, &a, n, 0, 5)
-					want := useAsmQ8 && n <= smallNMax && (n >= 2 || dt != tensor.Q8_0)
+					want := pathSwitches()["asmF16C"] && n <= smallNMax && (n >= 2 || dt != tensor.Q8_0)
 					if got != want {
 						t.Fatalf("%v %v n=%d: small-n kernel ran %v, want %v", i, dt, n, got, want)
 					}
@@ -98,7 +98,7 @@ func TestSmallNRuns(t *testing.T) {
 			}
 		})
 	}
-	if useVNNI && !ran[ISAAVX512] || BestISA() >= ISAAVX2 && useAsmQ8 && !ran[ISAAVX2] {
+	if useVNNI && !ran[ISAAVX512] || BestISA() >= ISAAVX2 && pathSwitches()["asmF16C"] && !ran[ISAAVX2] {
 		t.Fatalf("small-n kernels ran under %v", ran)
 	}
 }
