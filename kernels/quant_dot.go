@@ -29,6 +29,7 @@ type qact struct {
 	// raw, sums: each block's unrounded scale and quant sum (quantize's scratch).
 	raw  []float32
 	sums []int32
+	sn   smallNAct // for the small-n kernels (smalln.go)
 }
 
 // actKind is the activation format a weight dtype multiplies with.
@@ -217,6 +218,9 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 }
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
+	if asmSmallN(out, w, a, n, lo, hi) { // 2..16 tokens: each weight block loaded once for all (smalln_amd64.s)
+		return
+	}
 	if n == 1 && asmMatVecQ8_0(out, w, a, lo, hi) { // decode: one call streams the rows (gemm_amd64.s)
 		return
 	}

@@ -1,0 +1,54 @@
+package kernels
+
+//go:generate go run smalln_gen.go
+
+import (
+	"os"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// smallN selects the small-n quantized products (smalln_amd64.s) for passes of 2 to
+// smallNMax tokens; TOKENWISE_SMALLN=0 turns them off, to measure one against the other.
+var smallN = os.Getenv("TOKENWISE_SMALLN") != "0"
+
+// SetSmallN turns the small-n products on or off and returns the setting before, for
+// benchmarks that compare them with the paths they replace in one process (results are the
+// same bits either way). Like SetISA it must not run concurrently with a kernel call.
+func SetSmallN(on bool) (prev bool) { return setSmallN(on) }
+
+func setSmallN(on bool) (prev bool) {
+	prev, smallN = smallN, on
+	return prev
+}
+
+// smallNMax is the most tokens the small-n products take; longer passes (prefill) go to the
+// 4×4 tiles, which reuse each token's blocks across four rows as well.
+const smallNMax = 16
+
+// maxSmallNBlocks bounds the rows the small-n products take (16,384 columns): the tokens'
+// transposed scales are kept on the stack.
+const maxSmallNBlocks = 512
+
+// smallNAct is what the small-n kernels take of a pass's quantized activations besides
+// qact's quants, made once per product (prepare) rather than by every worker.
+type smallNAct struct {
+	n  int          // tokens it was made for; 0: not made
+	dt tensor.DType // and the weights' dtype
+	// xo: Q8_0 weights' activations, the quants + 128 as unsigned bytes (VPDPBUSD takes
+	// unsigned by signed bytes). e: Q4_0's, −8·Σ of each four quants (the nibbles are
+	// q+8). Empty for the other dtypes.
+	xo []int8
+	e  []int32
+	// dT, sT: the blocks' scales (and Q4_1's d·Σq) of each group of eight tokens,
+	// transposed: dT[g·nb·8 + 8b + t] is token 8g+t's block b, so a weight block's scale
+	// products for the group are one vector product.
+	dT, sT []float32
+}
+
+func grow[E any](s []E, n int) []E {
+	if cap(s) < n {
+		return make([]E, n)
+	}
+	return s[:n]
+}

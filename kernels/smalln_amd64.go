@@ -1,0 +1,119 @@
+//go:build amd64
+
+package kernels
+
+import "github.com/tokenwise/tokenwise/tensor"
+
+//go:noescape
+func smallNPrepVNNI(q *int8, blocks int, xo *int8, e *int32)
+
+// smallNRuns reports whether the small-n kernels take w's product of n tokens.
+func smallNRuns(w *Mat, n int) bool {
+	nb := w.Cols / 32
+	if !smallN || !useAsmQ8 || n > smallNMax || nb == 0 || nb > maxSmallNBlocks {
+		return false
+	}
+	switch w.DType {
+	case tensor.Q8_0:
+		// Decode stays with asmMatVecQ8_0, which streams the rows as fast.
+		return n >= 2
+	case tensor.Q4_0, tensor.Q4_1:
+		// Decode too: 2.5-3.5× the one-row kernels (BenchmarkSmallN n=1).
+		return n >= 1
+	}
+	return false
+}
+
+// prepSmallN makes a.sn for w's product of n tokens where the small-n kernels take it.
+func prepSmallN(a *qact, w *Mat, n int) {
+	a.sn.n = 0
+	if !smallNRuns(w, n) {
+		return
+	}
+	sn := &a.sn
+	nb := w.Cols / 32
+	q := a.q[:n*nb*32]
+	switch {
+	case !useVNNI: // the AVX2 kernels take the quants as they are
+	case w.DType == tensor.Q8_0:
+		sn.xo = grow(sn.xo, len(q))
+		smallNPrepVNNI(&q[0], n*nb, &sn.xo[0], nil)
+	case w.DType == tensor.Q4_0:
+		sn.e = grow(sn.e, n*nb*8)
+		smallNPrepVNNI(&q[0], n*nb, nil, &sn.e[0])
+	}
+	// Eight more floats: an AVX2 call for tokens 4..7 of a group loads each block's eight
+	// lanes from lane 4.
+	groups := (n + 7) / 8
+	sn.dT = grow(sn.dT, groups*nb*8+8)
+	if w.DType == tensor.Q4_1 {
+		sn.sT = grow(sn.sT, groups*nb*8+8)
+	}
+	for t := range n {
+		g, j := t/8, t%8
+		dT := sn.dT[g*nb*8 : (g+1)*nb*8]
+		for b, v := range a.d[t*nb : (t+1)*nb] {
+			dT[8*b+j] = v
+		}
+		if w.DType == tensor.Q4_1 {
+			sT := sn.sT[g*nb*8 : (g+1)*nb*8]
+			for b, v := range a.s[t*nb : (t+1)*nb] {
+				sT[8*b+j] = v
+			}
+		}
+	}
+	sn.n, sn.dt = n, w.DType
+}
+
+// asmSmallN computes rows [lo,hi) of a Q8_0, Q4_0 or Q4_1 matrix for n tokens with the
+// small-n kernels (smalln_amd64.s): two rows' blocks loaded once for up to eight tokens
+// (AVX-512 VNNI; four with AVX2, which has half the registers).
+// Every value has the bits of the Go reference (actDot) on its row and token, so which
+// kernel a pass takes never shows in its results. It reports false where it does not run
+// (prepSmallN did not prepare a for this product).
+func asmSmallN(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
+	sn := &a.sn
+	if sn.n != n || sn.dt != w.DType || hi <= lo || !smallNRuns(w, n) {
+		return false
+	}
+	nb := w.Cols / 32
+	rows, rb := w.Rows, w.rowBytes
+	_ = w.Data[hi*rb-1]
+	_ = out[(n-1)*rows+hi-1]
+	x := a.q[:n*nb*32]
+	var e []int32
+	step, call := 8, smallNCall
+	switch {
+	case !useVNNI:
+		step, call = 4, smallNCallAVX2
+	case w.DType == tensor.Q8_0:
+		x = sn.xo[:n*nb*32]
+	case w.DType == tensor.Q4_0:
+		e = sn.e[:n*nb*8]
+	}
+	dT, sT := sn.dT[:(n+7)/8*nb*8+8], sn.dT
+	if w.DType == tensor.Q4_1 {
+		sT = sn.sT[:len(dT)]
+	}
+	for t0 := 0; t0 < n; t0 += step {
+		T := min(step, n-t0)
+		g := t0/8*nb*8 + t0%8 // the group's transposed scales, from token t0's lane
+		xt, dt, st := &x[t0*nb*32], &dT[g], &sT[g]
+		var et *int32
+		if e != nil {
+			et = &e[t0*nb*8]
+		}
+		if pairs := (hi - lo) / 2; pairs > 0 {
+			call(w.DType, T, &w.Data[lo*rb], rb, pairs, nb, xt, et, dt, st, &out[t0*rows+lo], rows)
+		}
+		if (hi-lo)%2 == 1 { // the last row alone, as a pair of itself
+			r := hi - 1
+			var res [16]float32
+			call(w.DType, T, &w.Data[r*rb], 0, 1, nb, xt, et, dt, st, &res[0], 2)
+			for t := range T {
+				out[(t0+t)*rows+r] = res[2*t]
+			}
+		}
+	}
+	return true
+}
