@@ -5,8 +5,9 @@
 # extraction (a receipt into JSON, plain and under its schema), code-edit (a function back
 # with one change) and free writing (nothing to copy), at 1 and 16 concurrent streams,
 #   tokenwise serve --speculate off | prompt | prompt,schema (extraction under its schema)
-#   llama-server (the llama.cpp source node-llama-cpp bundles) without drafts and with
-#     --spec-type ngram-simple (its draft-free prompt lookup), same GGUF, same threads
+#   llama.cpp's speculative-simple example (the llama.cpp node-llama-cpp bundles) with its
+#     draft-free prompt lookup (--spec-type ngram-simple) and with a lookup that never
+#     matches, same GGUF, same threads, one stream (the example runs one sequence)
 # and prints per run output tokens/s, decode steps per output token, drafted/accepted and
 # whether the answers equal the plain run's; then each speculative run's speed against its
 # own engine's plain run.
@@ -28,18 +29,26 @@ mkdir -p "$out"
 [ -f "$model" ] || { echo "no model $model (run scripts/setup-refs.sh)" >&2; exit 1; }
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; model $model" >&2
 
-srv="$llama/build/bin/llama-server"
+# llama.cpp's speculative-simple example, compiled against the llama.cpp libraries
+# node-llama-cpp ships prebuilt (its bins folder) from the headers of the source it bundles:
+# one C++ file, where building the whole server takes an hour on two busy cores.
 LLAMA=${LLAMA:-1} # LLAMA=0: tokenwise only
-if [ "$LLAMA" = 1 ] && [ ! -x "$srv" ]; then
+bins="$refs/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+lbin="$out/llama"
+spec_bin="$lbin/llama-speculative-simple"
+if [ "$LLAMA" = 1 ] && [ ! -x "$spec_bin" ]; then
 	bundle="$refs/node_modules/node-llama-cpp/llama/gitRelease.bundle"
 	if [ ! -d "$llama/.git" ]; then
 		[ -f "$bundle" ] || { echo "no llama.cpp source: $bundle missing (run scripts/setup-refs.sh)" >&2; exit 1; }
 		git clone -q "$bundle" "$llama"
 	fi
-	echo "building llama-server in $llama/build ..." >&2
-	cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \
-		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF >/dev/null
-	cmake --build "$llama/build" -j"$(nproc)" --target llama-server >/dev/null
+	mkdir -p "$lbin"
+	cp "$bins"/*.so "$lbin/"
+	ln -sf libllama.v0.4.0.so "$lbin/libllama.so"
+	ln -sf libggml.v0.4.0.so "$lbin/libggml.so"
+	g++ -O2 -std=c++17 -I"$llama/include" -I"$llama/ggml/include" -I"$llama/common" -I"$llama/vendor" \
+		"$llama/examples/speculative-simple/speculative-simple.cpp" -o "$spec_bin" \
+		-L"$lbin" -lllama-common -lllama -lggml -lggml-base -Wl,-rpath,'$ORIGIN'
 fi
 tw=${TW:-$out/tokenwise}
 [ -n "${TW:-}" ] || GOEXPERIMENT=simd go build -o "$tw" ./cmd/tokenwise
@@ -83,18 +92,24 @@ for mode in off prompt prompt,schema; do
 	done
 	stop
 done
-for mode in off ngram-simple; do
-	[ "$LLAMA" = 1 ] || break
-	spec=()
-	[ "$mode" = off ] || spec=(--spec-type "$mode")
-	up "$out/llama-server.log" "$srv" -m "$model" --port "$PORT" -t "$THREADS" -np 16 -c $((16 * 1024)) "${spec[@]}"
+if [ "$LLAMA" = 1 ]; then
+	# The prompts as tokenwise renders SmolLM2's chat template, for llama.cpp to read as text.
+	up "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS"
 	for kind in $KINDS; do
-		for s in $STREAMS; do
-			run llama.cpp "$mode" "$kind" "$s"
-		done
+		python3 tests/speculate/workload.py "http://localhost:$PORT" "$kind" "$N" 1 --prompts-out "$out/prompts-$kind.json"
 	done
 	stop
-done
+	for kind in $KINDS; do
+		# Plain: a lookup that never matches (speculative-simple needs a speculation type).
+		python3 tests/speculate/llamacpp.py "$spec_bin" "$model" "$out/prompts-$kind.json" "$kind" 160 "$THREADS" --label "llama.cpp off" \
+			--save "$out/ref-llama-$kind.json" -- --spec-type ngram-simple --spec-ngram-simple-size-n 1000 | tee -a "$results"
+		# Its defaults (a 12-token match proposes up to 48) and a short match (3 tokens, up to 8).
+		python3 tests/speculate/llamacpp.py "$spec_bin" "$model" "$out/prompts-$kind.json" "$kind" 160 "$THREADS" --label "llama.cpp ngram-simple" \
+			--ref "$out/ref-llama-$kind.json" -- --spec-type ngram-simple | tee -a "$results"
+		python3 tests/speculate/llamacpp.py "$spec_bin" "$model" "$out/prompts-$kind.json" "$kind" 160 "$THREADS" --label "llama.cpp ngram-simple-3-8" \
+			--ref "$out/ref-llama-$kind.json" -- --spec-type ngram-simple --spec-ngram-simple-size-n 3 --spec-ngram-simple-size-m 8 | tee -a "$results"
+	done
+fi
 python3 - "$results" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

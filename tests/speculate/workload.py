@@ -30,6 +30,7 @@ ap.add_argument("--label", default="")
 ap.add_argument("--ref")
 ap.add_argument("--save")
 ap.add_argument("--max-tokens", type=int, default=160)
+ap.add_argument("--prompts-out", help="write the chat prompts as the server renders them (special tokens as text) and exit")
 args = ap.parse_args()
 
 rng = random.Random(7)
@@ -72,6 +73,21 @@ def prompt(i):
 
 
 prompts = [prompt(i) for i in range(args.n)]
+
+
+def post(path, body):
+    req = urllib.request.Request(args.url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        return json.load(r)
+
+
+if args.prompts_out:
+    texts = []
+    for p in prompts:
+        ids = post("/tokenize", {"messages": [{"role": "user", "content": p}]})["tokens"]
+        texts.append(post("/detokenize", {"tokens": ids})["prompt"])
+    json.dump(texts, open(args.prompts_out, "w"))
+    raise SystemExit
 
 
 def ask(p):
