@@ -12,7 +12,7 @@ import (
 //
 // The ISA is a different axis from GGMLBuild, which names the llama.cpp build whose
 // arithmetic the kernels reproduce. The kernels that reproduce ggml's arithmetic give the
-// same bits under every ISA: the quantized products (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K weights,
+// same bits under every ISA: the quantized products (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K weights,
 // activations quantized to 8 bits), the f16 KV cache's attention (DotF16, FlashF16,
 // FlashTiled), SiLUMul, RopeHalf and the f16/bf16 conversions (up to the double rounding
 // of plain Go's float32 fused multiply-add, fma32, in ties too rare to have shown). The

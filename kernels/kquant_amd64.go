@@ -1,0 +1,69 @@
+//go:build amd64
+
+package kernels
+
+import "github.com/tokenwise/tokenwise/tensor"
+
+// The k-quant row kernels (kquant_amd64.s), AVX2: one weight row times up to kqTokens
+// tokens per call, accumulating in acc (16 float32 per token) what asmKQuantRows finishes.
+
+//go:noescape
+func q4KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+
+//go:noescape
+func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+
+//go:noescape
+func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+
+// kqTokens is how many tokens a row kernel call multiplies: a prefill chunk's activations
+// for them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while a block of kqRows rows
+// runs over them.
+const (
+	kqTokens = 8
+	kqRows   = 16
+)
+
+// asmKQuantRows is kQuantRows in assembly, where useAsmQ8 is on (AVX2 and FMA, F16C for
+// the block scales); it reports whether it ran.
+func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
+	if !useAsmQ8 || hi <= lo || n <= 0 {
+		return false
+	}
+	kern := q6KRowAVX2
+	switch w.DType {
+	case tensor.Q4_K:
+		kern = q4KRowAVX2
+	case tensor.Q5_K:
+		kern = q5KRowAVX2
+	case tensor.Q6_K:
+	default:
+		return false
+	}
+	rows, nb := w.Rows, w.Cols/256
+	var acc [kqTokens * 16]float32
+	for r0 := lo; r0 < hi; r0 += kqRows {
+		r1 := min(r0+kqRows, hi)
+		for t0 := 0; t0 < n; t0 += kqTokens {
+			nt := min(kqTokens, n-t0)
+			for r := r0; r < r1; r++ {
+				clear(acc[:nt*16])
+				kern(&w.Data[r*w.rowBytes], nb, &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16], nt, &acc[0])
+				for t := range nt {
+					c := (*[16]float32)(acc[t*16:])
+					var v float32
+					switch w.DType {
+					case tensor.Q4_K:
+						v = c[0] - c[1]
+					case tensor.Q5_K:
+						v = hsum8((*[8]float32)(c[:8])) + c[8]
+					default:
+						v = hsum8((*[8]float32)(c[:8]))
+					}
+					out[(t0+t)*rows+r] = v
+				}
+			}
+		}
+	}
+	return true
+}
