@@ -14,7 +14,7 @@ import (
 // randMat makes a rows×cols matrix of dtype dt with values near N(0,1) and returns it with
 // its float64 values as the reference sees them (dequantized by the tensor package, which
 // is written independently of the kernels' direct quantized dot products).
-func randMat(t *testing.T, rng *rand.Rand, dt tensor.DType, rows, cols int) (Mat, []float64) {
+func randMat(t testing.TB, rng *rand.Rand, dt tensor.DType, rows, cols int) (Mat, []float64) {
 	t.Helper()
 	src := make([]float32, rows*cols)
 	for i := range src {

@@ -4,24 +4,25 @@ package kernels
 
 import "github.com/tokenwise/tokenwise/tensor"
 
-// The k-quant row kernels (kquant_amd64.s), AVX2: one weight row times up to kqTokens
-// tokens per call, accumulating in acc (16 float32 per token) what asmKQuantRows finishes.
+// The k-quant row kernels (kquant_amd64.s), AVX2: a block of rows times up to kqTokens
+// tokens per call, accumulating in acc (16 float32 per row and token) what asmKQuantRows
+// finishes (the lane sums of ggml's order).
 
 //go:noescape
-func q4KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+func q4KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
 //go:noescape
-func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
 //go:noescape
-func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
-// kqTokens is how many tokens a row kernel call multiplies: a prefill chunk's activations
-// for them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while a block of kqRows rows
-// runs over them.
+// kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
+// them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
+// them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
 const (
 	kqTokens = 8
-	kqRows   = 16
+	kqAcc    = 2048
 )
 
 // asmKQuantRows is kQuantRows in assembly, where useAsmQ8 is on (AVX2 and FMA, F16C for
@@ -41,16 +42,16 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 		return false
 	}
 	rows, nb := w.Rows, w.Cols/256
-	var acc [kqTokens * 16]float32
-	for r0 := lo; r0 < hi; r0 += kqRows {
-		r1 := min(r0+kqRows, hi)
+	var acc [kqAcc]float32
+	block := kqAcc / (16 * min(n, kqTokens))
+	for r0 := lo; r0 < hi; r0 += block {
+		nr := min(block, hi-r0)
 		for t0 := 0; t0 < n; t0 += kqTokens {
 			nt := min(kqTokens, n-t0)
-			for r := r0; r < r1; r++ {
-				clear(acc[:nt*16])
-				kern(&w.Data[r*w.rowBytes], nb, &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16], nt, &acc[0])
+			kern(&w.Data[r0*w.rowBytes], nb, &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16], nt, &acc[0], nr, w.rowBytes)
+			for r := range nr {
 				for t := range nt {
-					c := (*[16]float32)(acc[t*16:])
+					c := (*[16]float32)(acc[(r*nt+t)*16:])
 					var v float32
 					switch w.DType {
 					case tensor.Q4_K:
@@ -60,7 +61,7 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 					default:
 						v = hsum8((*[8]float32)(c[:8]))
 					}
-					out[(t0+t)*rows+r] = v
+					out[(t0+t)*rows+r0+r] = v
 				}
 			}
 		}

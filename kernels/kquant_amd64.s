@@ -2,11 +2,12 @@
 
 #include "textflag.h"
 
-// k-quant row kernels (kquant_amd64.go): one weight row of nb super-blocks times nt Q8_K
-// activation rows (q: nt rows of nb·256 int8; d: nt rows of nb float32; bs: nt rows of
-// nb·16 int16), each super-block's weights unpacked to bytes once (Y0..Y7, the eight runs
-// of 32) and multiplied with every token, so a prefill reads and unpacks a row once per nt
-// tokens. acc holds 16 float32 per token, zeroed by the caller; what goes there is the
+// k-quant row kernels (kquant_amd64.go): rows consecutive weight rows (rowBytes apart) of nb
+// super-blocks times nt Q8_K activation rows (q: nt rows of nb·256 int8; d: nt rows of nb
+// float32; bs: nt rows of nb·16 int16), each super-block's weights unpacked to bytes once
+// (Y0..Y7, the eight runs of 32) and multiplied with every token, so a prefill reads and
+// unpacks a row once per nt tokens. acc gets 16 float32 per row and token (row-major, the
+// kernel zeroes them first); what goes there is the
 // arithmetic of ggml's AVX2 code for the dtype (quant_k.go): the integer sums are exact
 // (VPMADDUBSW pairs stay below 2¹⁵: 2·63·127), so only the float steps had to be copied.
 
@@ -59,28 +60,46 @@ DATA kqQ6Shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
 DATA kqQ6Shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL kqQ6Shuf<>(SB), RODATA|NOPTR, $128
 
-// func q4KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+// func q4KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 //
 // Q4_K in ggml's repacked order (gemv_q4_K_8x8_q8_K): per super-block and token,
 // acc[0] += float(Σ sc·q·x)·(d_w·d_x) and acc[1] += float(Σ mn·bsum)·(dmin_w·d_x), both fused.
-TEXT ·q4KRowAVX2(SB), NOSPLIT, $64-56
-	MOVQ w+0(FP), SI
+TEXT ·q4KRowAVX2(SB), NOSPLIT, $352-72
 	MOVQ nb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ bs+32(FP), R9
-	MOVQ nt+40(FP), R10
-	MOVQ acc+48(FP), R11
 	MOVQ CX, R12
 	SHLQ $8, R12 // token stride of q: nb·256 bytes
 	MOVQ CX, R13
 	SHLQ $2, R13 // of d: nb·4
 	MOVQ CX, BX
 	SHLQ $5, BX // of bs: nb·32
-	SHLQ $6, R10
-	ADDQ R11, R10 // end of acc: nt·64 bytes
 	TESTQ CX, CX
 	JZ q4done
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q4row:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q4zero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q4zero
 
 q4block:
 	VPBROADCASTW 0(SI), X14
@@ -114,6 +133,24 @@ q4block:
 	MOVL R14, 12(SP)
 	VPMOVZXBW 0(SP), Y8
 	VMOVDQU Y8, 16(SP)
+	// Each scale broadcast to a whole vector, for VPMADDWD's memory operand in the token
+	// loop: eight vectors at 64(SP).
+	VPBROADCASTW 16(SP), Y9
+	VMOVDQU Y9, 64(SP)
+	VPBROADCASTW 18(SP), Y9
+	VMOVDQU Y9, 96(SP)
+	VPBROADCASTW 20(SP), Y9
+	VMOVDQU Y9, 128(SP)
+	VPBROADCASTW 22(SP), Y9
+	VMOVDQU Y9, 160(SP)
+	VPBROADCASTW 24(SP), Y9
+	VMOVDQU Y9, 192(SP)
+	VPBROADCASTW 26(SP), Y9
+	VMOVDQU Y9, 224(SP)
+	VPBROADCASTW 28(SP), Y9
+	VMOVDQU Y9, 256(SP)
+	VPBROADCASTW 30(SP), Y9
+	VMOVDQU Y9, 288(SP)
 	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
 	VEXTRACTI128 $1, Y8, X9
 	VPUNPCKLWD X9, X9, X10
@@ -146,36 +183,28 @@ q4block:
 q4tok:
 	VPXOR Y11, Y11, Y11
 	VPMADDUBSW 0(AX), Y0, Y12
-	VPBROADCASTW 16(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 64(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 32(AX), Y1, Y12
-	VPBROADCASTW 18(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 96(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 64(AX), Y2, Y12
-	VPBROADCASTW 20(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 128(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 96(AX), Y3, Y12
-	VPBROADCASTW 22(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 160(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 128(AX), Y4, Y12
-	VPBROADCASTW 24(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 192(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 160(AX), Y5, Y12
-	VPBROADCASTW 26(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 224(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 192(AX), Y6, Y12
-	VPBROADCASTW 28(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 256(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 224(AX), Y7, Y12
-	VPBROADCASTW 30(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 288(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDWD (R14), Y10, Y12
 	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
@@ -206,34 +235,58 @@ q4tok:
 	ADDQ $32, R9
 	DECQ CX
 	JNZ q4block
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q4row
 q4done:
 	VZEROUPPER
 	RET
 
 
-// func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+// func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 //
 // Q5_K in ggml_vec_dot_q5_K_q8_K's AVX2 order: acc[0:8] are its eight lanes
 // (+= (d_x·d_w)·float(lane sum), fused), acc[8] its scalar summs += (−d_x·dmin_w)·float(Σ mn·bsum),
 // fused (vfmadd231ss in ggml's build; VFNMADD231SS here, the same rounding).
-TEXT ·q5KRowAVX2(SB), NOSPLIT, $64-56
-	MOVQ w+0(FP), SI
+TEXT ·q5KRowAVX2(SB), NOSPLIT, $352-72
 	MOVQ nb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ bs+32(FP), R9
-	MOVQ nt+40(FP), R10
-	MOVQ acc+48(FP), R11
 	MOVQ CX, R12
 	SHLQ $8, R12 // token stride of q: nb·256 bytes
 	MOVQ CX, R13
 	SHLQ $2, R13 // of d: nb·4
 	MOVQ CX, BX
 	SHLQ $5, BX // of bs: nb·32
-	SHLQ $6, R10
-	ADDQ R11, R10 // end of acc: nt·64 bytes
 	TESTQ CX, CX
 	JZ q5done
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q5row:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q5zero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q5zero
 
 q5block:
 	VPBROADCASTW 0(SI), X14
@@ -316,6 +369,24 @@ q5block:
 	MOVL R14, 12(SP)
 	VPMOVZXBW 0(SP), Y8
 	VMOVDQU Y8, 16(SP)
+	// Each scale broadcast to a whole vector, for VPMADDWD's memory operand in the token
+	// loop: eight vectors at 64(SP).
+	VPBROADCASTW 16(SP), Y9
+	VMOVDQU Y9, 64(SP)
+	VPBROADCASTW 18(SP), Y9
+	VMOVDQU Y9, 96(SP)
+	VPBROADCASTW 20(SP), Y9
+	VMOVDQU Y9, 128(SP)
+	VPBROADCASTW 22(SP), Y9
+	VMOVDQU Y9, 160(SP)
+	VPBROADCASTW 24(SP), Y9
+	VMOVDQU Y9, 192(SP)
+	VPBROADCASTW 26(SP), Y9
+	VMOVDQU Y9, 224(SP)
+	VPBROADCASTW 28(SP), Y9
+	VMOVDQU Y9, 256(SP)
+	VPBROADCASTW 30(SP), Y9
+	VMOVDQU Y9, 288(SP)
 	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
 	VEXTRACTI128 $1, Y8, X9
 	VPUNPCKLWD X9, X9, X10
@@ -330,36 +401,28 @@ q5block:
 q5tok:
 	VPXOR Y11, Y11, Y11
 	VPMADDUBSW 0(AX), Y0, Y12
-	VPBROADCASTW 16(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 64(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 32(AX), Y1, Y12
-	VPBROADCASTW 18(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 96(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 64(AX), Y2, Y12
-	VPBROADCASTW 20(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 128(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 96(AX), Y3, Y12
-	VPBROADCASTW 22(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 160(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 128(AX), Y4, Y12
-	VPBROADCASTW 24(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 192(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 160(AX), Y5, Y12
-	VPBROADCASTW 26(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 224(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 192(AX), Y6, Y12
-	VPBROADCASTW 28(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 256(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDUBSW 224(AX), Y7, Y12
-	VPBROADCASTW 30(SP), Y13
-	VPMADDWD Y13, Y12, Y12
+	VPMADDWD 288(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
 	VPMADDWD (R14), Y10, Y12
 	VEXTRACTI128 $1, Y12, X13
@@ -390,35 +453,59 @@ q5tok:
 	ADDQ $32, R9
 	DECQ CX
 	JNZ q5block
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q5row
 q5done:
 	VZEROUPPER
 	RET
 
 
-// func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32)
+// func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 //
 // Q6_K in ggml_vec_dot_q6_K_q8_K's AVX2 order: the 6-bit values taken as 0..63, the −32
 // offset subtracted as 32·Σ sc·bsum per lane, acc[0:8] += (d_x·d_w)·float(lane), fused.
 // Run m's two halves of 16 have scales sc_2m and sc_2m+1: a table of eight scale vectors
 // at 64(SP), made once per super-block.
-TEXT ·q6KRowAVX2(SB), NOSPLIT, $320-56
-	MOVQ w+0(FP), SI
+TEXT ·q6KRowAVX2(SB), NOSPLIT, $352-72
 	MOVQ nb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ bs+32(FP), R9
-	MOVQ nt+40(FP), R10
-	MOVQ acc+48(FP), R11
 	MOVQ CX, R12
 	SHLQ $8, R12 // token stride of q: nb·256 bytes
 	MOVQ CX, R13
 	SHLQ $2, R13 // of d: nb·4
 	MOVQ CX, BX
 	SHLQ $5, BX // of bs: nb·32
-	SHLQ $6, R10
-	ADDQ R11, R10 // end of acc: nt·64 bytes
 	TESTQ CX, CX
 	JZ q6done
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q6row:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q6zero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q6zero
 
 q6block:
 	VPBROADCASTW 208(SI), X14
@@ -543,6 +630,12 @@ q6tok:
 	ADDQ $32, R9
 	DECQ CX
 	JNZ q6block
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q6row
 q6done:
 	VZEROUPPER
 	RET

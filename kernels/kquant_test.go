@@ -68,3 +68,30 @@ func TestKQuantRowsEveryISA(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKQuant: one 3072×1024 matrix (Qwen3-0.6B's gate) times 1 token (decode; MB/s is
+// weight bytes per second) and 128 tokens (prefill; the GMAC/s metric), two workers, for the
+// k-quants beside Q8_0.
+//
+//	GOEXPERIMENT=simd go test ./kernels -run '^$' -bench KQuant
+func BenchmarkKQuant(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(p.Threads())
+	const rows, cols = 3072, 1024
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
+		w, _ := randMat(b, rng, dt, rows, cols)
+		for _, n := range []int{1, 128} {
+			x := randVec(rng, n*cols)
+			out := make([]float32, n*rows)
+			b.Run(fmt.Sprintf("%v/n%d", dt, n), func(b *testing.B) {
+				b.SetBytes(int64(len(w.Data)))
+				for b.Loop() {
+					MatMul(p, out, &w, x, n, s)
+				}
+				b.ReportMetric(float64(rows*cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+	}
+}
