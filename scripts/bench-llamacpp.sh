@@ -19,8 +19,8 @@
 # (scripts/setup-refs.sh installs it under .cache/refs), in $LLAMA_DIR (default
 # .cache/llama.cpp, outside git): cmake, Release, GGML_NATIVE, the llama-bench and
 # llama-quantize targets (~6 min on 2 idle cores; much longer on a loaded machine; the k-quant
-# tests compare tokenwise's export with that llama-quantize: TOKENWISE_LLAMA_DIR). tokenwise is built with
-# GOEXPERIMENT=simd (the AVX2 kernels).
+# tests compare tokenwise's export with that llama-quantize: TOKENWISE_LLAMA_DIR). tokenwise
+# is built with GOEXPERIMENT=simd (the AVX2 kernels).
 #
 # Both keep the KV cache in f16 (llama-bench's default; tokenwise --kv-cache-dtype f16).
 # Differences to keep in mind: llama-bench's tg runs from an empty context while tokenwise's
