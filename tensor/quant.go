@@ -312,13 +312,9 @@ func Quantize(dt DType, src []float32, dst []byte) error {
 			quantQ4_1(src[32*b:32*b+32], dst[20*b:20*b+20])
 		}
 	case Q4_K:
-		for b := 0; b < len(src)/QK_K; b++ {
-			quantQ4K(src[QK_K*b:QK_K*b+QK_K], dst[144*b:144*b+144])
-		}
+		eachBlock(len(src)/QK_K, func(b int) { quantQ4K(src[QK_K*b:QK_K*b+QK_K], dst[144*b:144*b+144]) })
 	case Q6_K:
-		for b := 0; b < len(src)/QK_K; b++ {
-			quantQ6K(src[QK_K*b:QK_K*b+QK_K], dst[210*b:210*b+210])
-		}
+		eachBlock(len(src)/QK_K, func(b int) { quantQ6K(src[QK_K*b:QK_K*b+QK_K], dst[210*b:210*b+210]) })
 	default:
 		return fmt.Errorf("quantize: unsupported dtype %s", dt)
 	}
