@@ -31,13 +31,8 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	if !useAsmQ8 || hi <= lo || n <= 0 {
 		return false
 	}
-	kern := q6KRowAVX2
 	switch w.DType {
-	case tensor.Q4_K:
-		kern = q4KRowAVX2
-	case tensor.Q5_K:
-		kern = q5KRowAVX2
-	case tensor.Q6_K:
+	case tensor.Q4_K, tensor.Q5_K, tensor.Q6_K:
 	default:
 		return false
 	}
@@ -48,7 +43,18 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 		nr := min(block, hi-r0)
 		for t0 := 0; t0 < n; t0 += kqTokens {
 			nt := min(kqTokens, n-t0)
-			kern(&w.Data[r0*w.rowBytes], nb, &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16], nt, &acc[0], nr, w.rowBytes)
+			// Called directly, not through a func value: that would lose //go:noescape and
+			// put acc on the heap, 8 KiB per call (the garbage collector then took half of a
+			// Qwen3-0.6B Q4_K_M decode step).
+			row, q, d, bs := &w.Data[r0*w.rowBytes], &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16]
+			switch w.DType {
+			case tensor.Q4_K:
+				q4KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case tensor.Q5_K:
+				q5KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			default:
+				q6KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			}
 			for r := range nr {
 				for t := range nt {
 					c := (*[16]float32)(acc[(r*nt+t)*16:])

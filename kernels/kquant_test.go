@@ -95,3 +95,19 @@ func BenchmarkKQuant(b *testing.B) {
 		}
 	}
 }
+
+// TestKQuantRowsAllocate: a k-quant product allocates nothing per call (its accumulators
+// once escaped to the heap through a func value, and the collector took half a decode step).
+func TestKQuantRowsAllocate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
+		w, _ := randMat(t, rng, dt, 64, 512)
+		x := randVec(rng, 9*512)
+		var a qactK
+		a.quantize(x)
+		out := make([]float32, 9*64)
+		if n := testing.AllocsPerRun(10, func() { kQuantRows(out, &w, &a, 9, 0, 64) }); n != 0 {
+			t.Errorf("%v: %v allocations per product", dt, n)
+		}
+	}
+}
