@@ -32,7 +32,7 @@ const (
 	// archsimd kernels: the kernels a CPU without AVX-512 runs.
 	ISAAVX2
 	// ISAAVX512 adds the AVX-512 kernels (f16/bf16 decode, the float32 prefill tile, VNNI
-	// Q8_0 tiles, 512-bit attention passes, the tiled attention's GEMM and softmax), each
+	// Q8_0 tiles and k-quant rows, 512-bit attention passes, the tiled attention's GEMM and softmax), each
 	// where the CPU has the extensions it needs (AVX-512F; VNNI and VL, DQ for some).
 	ISAAVX512
 )

@@ -17,6 +17,17 @@ func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *fl
 //go:noescape
 func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
+// The same with VPDPWSSD, where useVNNI is on.
+
+//go:noescape
+func q4KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+//go:noescape
+func q5KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+//go:noescape
+func q6KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -47,11 +58,17 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 			// put acc on the heap, 8 KiB per call (the garbage collector then took half of a
 			// Qwen3-0.6B Q4_K_M decode step).
 			row, q, d, bs := &w.Data[r0*w.rowBytes], &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16]
-			switch w.DType {
-			case tensor.Q4_K:
+			switch {
+			case w.DType == tensor.Q4_K && useVNNI:
+				q4KRowVNNI(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case w.DType == tensor.Q4_K:
 				q4KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
-			case tensor.Q5_K:
+			case w.DType == tensor.Q5_K && useVNNI:
+				q5KRowVNNI(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case w.DType == tensor.Q5_K:
 				q5KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case useVNNI:
+				q6KRowVNNI(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
 			default:
 				q6KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
 			}

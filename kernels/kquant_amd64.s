@@ -652,3 +652,565 @@ q6done:
 	VZEROUPPER
 	RET
 
+// func q4KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q4KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
+// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
+TEXT ·q4KRowVNNI(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q4vdone
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q4vrow:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q4vzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q4vzero
+
+q4vblock:
+	// 4 KiB ahead into L2, as the other decode kernels do (docs/kernels.md; not measured
+	// apart here, on a machine at load 20): the rows of a call are consecutive in memory.
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16:
+	// scales at 16(SP), mins at 32(SP).
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	MOVL R15, 0(SP)
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	MOVL R15, 4(SP)
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	MOVL R15, 8(SP)
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	MOVL R14, 12(SP)
+	VPMOVZXBW 0(SP), Y8
+	VMOVDQU Y8, 16(SP)
+	// Each scale broadcast to a whole vector, for VPMADDWD's memory operand in the token
+	// loop: eight vectors at 64(SP).
+	VPBROADCASTW 16(SP), Y9
+	VMOVDQU Y9, 64(SP)
+	VPBROADCASTW 18(SP), Y9
+	VMOVDQU Y9, 96(SP)
+	VPBROADCASTW 20(SP), Y9
+	VMOVDQU Y9, 128(SP)
+	VPBROADCASTW 22(SP), Y9
+	VMOVDQU Y9, 160(SP)
+	VPBROADCASTW 24(SP), Y9
+	VMOVDQU Y9, 192(SP)
+	VPBROADCASTW 26(SP), Y9
+	VMOVDQU Y9, 224(SP)
+	VPBROADCASTW 28(SP), Y9
+	VMOVDQU Y9, 256(SP)
+	VPBROADCASTW 30(SP), Y9
+	VMOVDQU Y9, 288(SP)
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+
+	// Runs 2j and 2j+1 are the low and high nibbles of qs[32j:32j+32].
+	VMOVDQU kqM4<>(SB), Y13
+	VMOVDQU 16(SI), Y8
+	VPAND Y13, Y8, Y0
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y1
+	VMOVDQU 48(SI), Y8
+	VPAND Y13, Y8, Y2
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y3
+	VMOVDQU 80(SI), Y8
+	VPAND Y13, Y8, Y4
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y5
+	VMOVDQU 112(SI), Y8
+	VPAND Y13, Y8, Y6
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y7
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q4vtok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPDPWSSD 64(SP), Y12, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPDPWSSD 96(SP), Y12, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPDPWSSD 128(SP), Y12, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPDPWSSD 160(SP), Y12, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPDPWSSD 192(SP), Y12, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPDPWSSD 224(SP), Y12, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPDPWSSD 256(SP), Y12, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPDPWSSD 288(SP), Y12, Y11
+	VPMADDWD (R14), Y10, Y12
+	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
+	VPHADDD Y12, Y11, Y11
+	VEXTRACTI128 $1, Y11, X13
+	VPADDD X13, X11, X11
+	VPHADDD X11, X11, X11
+	VCVTDQ2PS X11, X11
+	VMULSS (DX), X14, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 0(R15), X9
+	VFMADD231SS X12, X11, X9
+	VMOVSS X9, 0(R15)
+	VMOVSHDUP X11, X11
+	VMOVSS 4(R15), X9
+	VFMADD231SS X13, X11, X9
+	VMOVSS X9, 4(R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q4vtok
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q4vblock
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q4vrow
+q4vdone:
+	VZEROUPPER
+	RET
+
+// func q5KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q5KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
+// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
+TEXT ·q5KRowVNNI(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q5vdone
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q5vrow:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q5vzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q5vzero
+
+q5vblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// Run j: the low (j even) or high nibbles of qs[32(j/2):], bit j of qh as the 5th bit.
+	VMOVDQU 16(SI), Y8 // qh
+	VMOVDQU 48(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y0
+	VPAND kqM1<>(SB), Y8, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y0, Y0
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y1
+	VPSRLW $1, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y1, Y1
+	VMOVDQU 80(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y2
+	VPSRLW $2, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y2, Y2
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y3
+	VPSRLW $3, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y3, Y3
+	VMOVDQU 112(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y4
+	VPSRLW $4, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y4, Y4
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y5
+	VPSRLW $5, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y5, Y5
+	VMOVDQU 144(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y6
+	VPSRLW $6, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y6, Y6
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y7
+	VPSRLW $7, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y7, Y7
+	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16:
+	// scales at 16(SP), mins at 32(SP).
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	MOVL R15, 0(SP)
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	MOVL R15, 4(SP)
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	MOVL R15, 8(SP)
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	MOVL R14, 12(SP)
+	VPMOVZXBW 0(SP), Y8
+	VMOVDQU Y8, 16(SP)
+	// Each scale broadcast to a whole vector, for VPMADDWD's memory operand in the token
+	// loop: eight vectors at 64(SP).
+	VPBROADCASTW 16(SP), Y9
+	VMOVDQU Y9, 64(SP)
+	VPBROADCASTW 18(SP), Y9
+	VMOVDQU Y9, 96(SP)
+	VPBROADCASTW 20(SP), Y9
+	VMOVDQU Y9, 128(SP)
+	VPBROADCASTW 22(SP), Y9
+	VMOVDQU Y9, 160(SP)
+	VPBROADCASTW 24(SP), Y9
+	VMOVDQU Y9, 192(SP)
+	VPBROADCASTW 26(SP), Y9
+	VMOVDQU Y9, 224(SP)
+	VPBROADCASTW 28(SP), Y9
+	VMOVDQU Y9, 256(SP)
+	VPBROADCASTW 30(SP), Y9
+	VMOVDQU Y9, 288(SP)
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q5vtok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPDPWSSD 64(SP), Y12, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPDPWSSD 96(SP), Y12, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPDPWSSD 128(SP), Y12, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPDPWSSD 160(SP), Y12, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPDPWSSD 192(SP), Y12, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPDPWSSD 224(SP), Y12, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPDPWSSD 256(SP), Y12, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPDPWSSD 288(SP), Y12, Y11
+	VPMADDWD (R14), Y10, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD X13, X12, X12
+	VPHADDD X12, X12, X12
+	VPHADDD X12, X12, X12
+	VCVTDQ2PS X12, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 32(R15), X9
+	VFNMADD231SS X13, X12, X9
+	VMOVSS X9, 32(R15)
+	VCVTDQ2PS Y11, Y11
+	VMULSS (DX), X14, X12
+	VBROADCASTSS X12, Y12
+	VMOVUPS (R15), Y9
+	VFMADD231PS Y12, Y11, Y9
+	VMOVUPS Y9, (R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q5vtok
+
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q5vblock
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q5vrow
+q5vdone:
+	VZEROUPPER
+	RET
+
+// func q6KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q6KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
+// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
+TEXT ·q6KRowVNNI(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q6vdone
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q6vrow:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q6vzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q6vzero
+
+q6vblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4288(SI)
+	VPBROADCASTW 208(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VMOVDQU 0(SI), Y8 // l1
+	VMOVDQU 32(SI), Y9 // l2
+	VMOVDQU 128(SI), Y10 // qh
+	VPAND kqM3<>(SB), Y10, Y11
+	VPSLLW $4, Y11, Y11
+	VPAND kqM4<>(SB), Y8, Y0
+	VPOR Y11, Y0, Y0
+	VPAND kqM12<>(SB), Y10, Y11
+	VPSLLW $2, Y11, Y11
+	VPAND kqM4<>(SB), Y9, Y1
+	VPOR Y11, Y1, Y1
+	VPAND kqM48<>(SB), Y10, Y11
+	VPSRLW $4, Y8, Y8
+	VPAND kqM4<>(SB), Y8, Y2
+	VPOR Y11, Y2, Y2
+	VPAND kqMC0<>(SB), Y10, Y11
+	VPSRLW $2, Y11, Y11
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y3
+	VPOR Y11, Y3, Y3
+	VMOVDQU 64(SI), Y8 // l1
+	VMOVDQU 96(SI), Y9 // l2
+	VMOVDQU 160(SI), Y10 // qh
+	VPAND kqM3<>(SB), Y10, Y11
+	VPSLLW $4, Y11, Y11
+	VPAND kqM4<>(SB), Y8, Y4
+	VPOR Y11, Y4, Y4
+	VPAND kqM12<>(SB), Y10, Y11
+	VPSLLW $2, Y11, Y11
+	VPAND kqM4<>(SB), Y9, Y5
+	VPOR Y11, Y5, Y5
+	VPAND kqM48<>(SB), Y10, Y11
+	VPSRLW $4, Y8, Y8
+	VPAND kqM4<>(SB), Y8, Y6
+	VPOR Y11, Y6, Y6
+	VPAND kqMC0<>(SB), Y10, Y11
+	VPSRLW $2, Y11, Y11
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y7
+	VPOR Y11, Y7, Y7
+	VMOVDQU 192(SI), X8 // the 16 int8 scales
+	VPSHUFB kqQ6Shuf<>+0(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 64(SP)
+	VPSHUFB kqQ6Shuf<>+16(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 96(SP)
+	VPSHUFB kqQ6Shuf<>+32(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 128(SP)
+	VPSHUFB kqQ6Shuf<>+48(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 160(SP)
+	VPSHUFB kqQ6Shuf<>+64(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 192(SP)
+	VPSHUFB kqQ6Shuf<>+80(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 224(SP)
+	VPSHUFB kqQ6Shuf<>+96(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 256(SP)
+	VPSHUFB kqQ6Shuf<>+112(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 288(SP)
+	VPMOVSXBW X8, Y13 // for the −32 offset: lane k is bs_2k·sc_2k + bs_2k+1·sc_2k+1
+
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q6vtok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPDPWSSD 64(SP), Y12, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPDPWSSD 96(SP), Y12, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPDPWSSD 128(SP), Y12, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPDPWSSD 160(SP), Y12, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPDPWSSD 192(SP), Y12, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPDPWSSD 224(SP), Y12, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPDPWSSD 256(SP), Y12, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPDPWSSD 288(SP), Y12, Y11
+	VPMADDWD (R14), Y13, Y9
+	VPSLLD $5, Y9, Y9
+	VPSUBD Y9, Y11, Y11
+	VCVTDQ2PS Y11, Y11
+	VMULSS (DX), X14, X12
+	VBROADCASTSS X12, Y12
+	VMOVUPS (R15), Y9
+	VFMADD231PS Y12, Y11, Y9
+	VMOVUPS Y9, (R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q6vtok
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q6vblock
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q6vrow
+q6vdone:
+	VZEROUPPER
+	RET
