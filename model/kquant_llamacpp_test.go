@@ -70,7 +70,9 @@ func sameTensors(t *testing.T, what, a, b string) {
 // 1e-4, which is exact up to the precision of recovering logits from node-llama-cpp's
 // probabilities (the SmolLM2 Q4_1 test measures ≤ 1.4e-7 there): the k-quant products are
 // llama.cpp's arithmetic (ggml's repacked Q4_K gemv/gemm, its vec_dot for Q6_K), not an
-// approximation of it. Measured: ≤ 4.7e-8. With Q4_K summed in vec_dot_q4_K_q8_K's lane
+// approximation of it. Measured: ≤ 4.7e-8 on tokenwise's exports, 2.7e-8 (Q4_K_M), 6.2e-8
+// (Q5_K_M) and 0 (Q6_K) on llama-quantize's files, whose Q4_K_M and Q6_K tensors were
+// tokenwise's byte for byte. With Q4_K summed in vec_dot_q4_K_q8_K's lane
 // order instead (each product within 1e-6 of this one), the one-token prompt's logits moved
 // by 0.43: a last-bit change flips a Q8_K rounding of the next layer's input, and the
 // flips compound over 8 layers. Where llama-quantize is at hand, its Q5_K_M file (Q5_K and Q6_K) runs
