@@ -29,8 +29,10 @@ import (
 
 // Options control a conversion.
 type Options struct {
-	// DType of the written weight matrices: "f32", "f16", "bf16" or "q8_0" (GGUF only).
-	// "" keeps each tensor's dtype; a quantized GGUF tensor becomes f32 in an HF folder.
+	// DType of the written weight matrices: "f32", "f16", "bf16" or "q8_0" (GGUF only), or
+	// for GGUF one of llama-quantize's k-quant file types, "q4_k_m" or "q6_k", which choose
+	// a dtype per tensor as llama-quantize does (kMix). "" keeps each tensor's dtype; a
+	// quantized GGUF tensor becomes f32 in an HF folder.
 	DType string
 	// Name is GGUF's general.name (default: the source folder's name).
 	Name string
@@ -51,9 +53,14 @@ type kv struct {
 
 // HFToGGUF converts the HF checkpoint folder dir into a GGUF file at out.
 func HFToGGUF(dir, out string, opts Options) error {
-	target, convertAll, err := parseDType(opts.DType)
-	if err != nil {
-		return err
+	mix, isMix := parseKMix(opts.DType)
+	var target tensor.DType
+	var convertAll bool
+	if !isMix {
+		var err error
+		if target, convertAll, err = parseDType(opts.DType); err != nil {
+			return err
+		}
 	}
 	cfgPath := filepath.Join(dir, "config.json")
 	raw, err := os.ReadFile(cfgPath)
@@ -118,6 +125,12 @@ func HFToGGUF(dir, out string, opts Options) error {
 	experts := expertTensors(cfg)
 	var tensors []tensor.Info
 	fileType := -1
+	tied := true // token_embd is also the output matrix unless the checkpoint has one
+	for _, name := range st.Names() {
+		if gname, _, skip, err := ggufName(name); err == nil && !skip && gname == "output.weight" {
+			tied = false
+		}
+	}
 	for _, name := range st.Names() {
 		if _, ok := experts[name]; ok {
 			continue // stacked below
@@ -147,6 +160,10 @@ func HFToGGUF(dir, out string, opts Options) error {
 		}
 		if len(t.Shape) <= 1 {
 			to = tensor.F32 // llama.cpp keeps norms and biases in f32
+		} else if isMix {
+			if to, err = mix.dtypeFor(gname, t.Shape[len(t.Shape)-1], cfg.NumLayers, tied); err != nil {
+				return err
+			}
 		} else if to.Quantized() && t.Shape[len(t.Shape)-1]%to.BlockSize() != 0 {
 			to = tensor.F16 // as gguf-py does when a row does not fill whole blocks
 		}
@@ -185,6 +202,9 @@ func HFToGGUF(dir, out string, opts Options) error {
 	meta := []kv{
 		{"general.architecture", arch},
 		{"general.name", name},
+	}
+	if isMix {
+		fileType = mix.ftype
 	}
 	if fileType >= 0 {
 		meta = append(meta, kv{"general.file_type", uint32(fileType)})

@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/tokenwise/tokenwise/tensor"
 )
@@ -49,8 +51,72 @@ func parseDType(s string) (tensor.DType, bool, error) {
 	case "q8_0", "Q8_0":
 		return tensor.Q8_0, true, nil
 	}
-	return 0, false, fmt.Errorf("dtype %q not supported (f32, f16, bf16, q8_0)", s)
+	if _, ok := parseKMix(s); ok {
+		return 0, false, fmt.Errorf("dtype %s: a mix of k-quants, for GGUF files only", s)
+	}
+	return 0, false, fmt.Errorf("dtype %q not supported (f32, f16, bf16, q8_0; for GGUF also q4_k_m, q6_k)", s)
 }
+
+// kMix is a --dtype that names one of llama-quantize's file types rather than one dtype:
+// llama.cpp picks each tensor's k-quant by its role and layer (llama_tensor_get_type in
+// src/llama-quant.cpp), and an export with the same name writes the same dtype per tensor,
+// so that its blocks are llama-quantize's byte for byte (tensor.Quantize).
+type kMix struct {
+	name  string
+	base  tensor.DType // the dtype of the tensors no rule singles out
+	ftype int          // general.file_type (enum llama_ftype)
+}
+
+// parseKMix reads the k-quant file types tokenwise writes: q4_k_m and q6_k.
+func parseKMix(s string) (kMix, bool) {
+	switch strings.ToLower(s) {
+	case "q4_k_m":
+		return kMix{"q4_k_m", tensor.Q4_K, 15}, true
+	case "q6_k":
+		return kMix{"q6_k", tensor.Q6_K, 18}, true
+	}
+	return kMix{}, false
+}
+
+// dtypeFor is llama-quantize's choice for the 2-D tensor gname (GGUF name) with rows of
+// cols elements, in a model of nLayers layers whose output matrix is token_embd when tied.
+// Q4_K_M (without an importance matrix, for the dense architectures tokenwise runs):
+//   - output.weight, and token_embd.weight when it is also the output: Q6_K;
+//   - attn_v.weight and ffn_down.weight of layer i: Q6_K where use_more_bits(i, nLayers)
+//     (the first and last eighth of the layers, and every third in between), else Q4_K;
+//   - every other matrix: Q4_K.
+//
+// Q6_K: every matrix Q6_K. A row that is not a multiple of 256 falls back as llama-quantize
+// does: Q6_K to Q8_0; Q4_K to Q5_0, which tokenwise does not write, so that is an error.
+func (m kMix) dtypeFor(gname string, cols, nLayers int, tied bool) (tensor.DType, error) {
+	dt := m.base
+	if m.base == tensor.Q4_K {
+		layer := -1
+		if rest, ok := strings.CutPrefix(gname, "blk."); ok {
+			if i, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, '.'))]); err == nil {
+				layer = i
+			}
+		}
+		switch {
+		case gname == "output.weight", tied && gname == "token_embd.weight":
+			dt = tensor.Q6_K
+		case layer >= 0 && (strings.HasSuffix(gname, ".attn_v.weight") || strings.HasSuffix(gname, ".ffn_down.weight")):
+			if useMoreBits(layer, nLayers) {
+				dt = tensor.Q6_K
+			}
+		}
+	}
+	if cols%256 != 0 {
+		if dt == tensor.Q6_K {
+			return tensor.Q8_0, nil
+		}
+		return 0, fmt.Errorf("tensor %q: rows of %d are not a multiple of 256, where llama-quantize %s writes Q5_0, which tokenwise does not (use --dtype q8_0 or q6_k)", gname, cols, m.name)
+	}
+	return dt, nil
+}
+
+// useMoreBits is llama-quant.cpp's use_more_bits: the layers that get the larger type.
+func useMoreBits(i, n int) bool { return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2 }
 
 // torchDType is config.json's torch_dtype spelling.
 func torchDType(d tensor.DType) string {

@@ -12,7 +12,7 @@ import (
 //
 // The ISA is a different axis from GGMLBuild, which names the llama.cpp build whose
 // arithmetic the kernels reproduce. The kernels that reproduce ggml's arithmetic give the
-// same bits under every ISA: the quantized products (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K weights,
+// same bits under every ISA: the quantized products (Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K weights,
 // activations quantized to 8 bits), the f16 KV cache's attention (DotF16, FlashF16,
 // FlashTiled), SiLUMul, RopeHalf and the f16/bf16 conversions (up to the double rounding
 // of plain Go's float32 fused multiply-add, fma32, in ties too rare to have shown). The
@@ -32,7 +32,7 @@ const (
 	// archsimd kernels: the kernels a CPU without AVX-512 runs.
 	ISAAVX2
 	// ISAAVX512 adds the AVX-512 kernels (f16/bf16 decode, the float32 prefill tile, VNNI
-	// Q8_0 tiles, 512-bit attention passes, the tiled attention's GEMM and softmax), each
+	// Q8_0 tiles and k-quant rows, 512-bit attention passes, the tiled attention's GEMM and softmax), each
 	// where the CPU has the extensions it needs (AVX-512F; VNNI and VL, DQ for some).
 	ISAAVX512
 )

@@ -167,7 +167,7 @@ func isaIdenticalCases(t *testing.T) []isaCase {
 	t.Cleanup(pool.Close)
 	s := NewScratch(pool.Threads())
 	var cases []isaCase
-	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
 		bs := dt.BlockSize()
 		for _, cols := range []int{bs, 3 * bs, 1024 / bs * bs * 2} {
 			const rows = 13 // three four-row tiles and a row

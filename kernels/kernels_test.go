@@ -14,7 +14,7 @@ import (
 // randMat makes a rows×cols matrix of dtype dt with values near N(0,1) and returns it with
 // its float64 values as the reference sees them (dequantized by the tensor package, which
 // is written independently of the kernels' direct quantized dot products).
-func randMat(t *testing.T, rng *rand.Rand, dt tensor.DType, rows, cols int) (Mat, []float64) {
+func randMat(t testing.TB, rng *rand.Rand, dt tensor.DType, rows, cols int) (Mat, []float64) {
 	t.Helper()
 	src := make([]float32, rows*cols)
 	for i := range src {
@@ -32,7 +32,7 @@ func randMat(t *testing.T, rng *rand.Rand, dt tensor.DType, rows, cols int) (Mat
 		if err := tensor.Quantize(dt, src, data); err != nil {
 			t.Fatal(err)
 		}
-	case tensor.Q4_K, tensor.Q6_K:
+	case tensor.Q4_K, tensor.Q5_K, tensor.Q6_K:
 		// No quantizer for k-quants: random blocks with small, finite super-block scales.
 		for i := range data {
 			data[i] = byte(rng.IntN(256))
@@ -40,7 +40,7 @@ func randMat(t *testing.T, rng *rand.Rand, dt tensor.DType, rows, cols int) (Mat
 		bb := dt.BlockBytes()
 		for b := 0; b < len(data); b += bb {
 			d := tensor.F32ToF16(float32(0.01 + 0.02*rng.Float64()))
-			if dt == tensor.Q4_K {
+			if dt != tensor.Q6_K { // Q4_K, Q5_K: d and dmin lead the block
 				m := tensor.F32ToF16(float32(0.01 * rng.Float64()))
 				data[b], data[b+1], data[b+2], data[b+3] = byte(d), byte(d>>8), byte(m), byte(m>>8)
 			} else {
@@ -86,7 +86,7 @@ func checkDot(t *testing.T, what string, got float32, w []float64, x []float32) 
 	}
 }
 
-var matDTypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K}
+var matDTypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K}
 
 func shapesFor(dt tensor.DType) [][2]int {
 	if dt.BlockSize() == 1 {
@@ -330,7 +330,7 @@ func TestMatMulMany(t *testing.T) {
 	pool := NewPool(3)
 	defer pool.Close()
 	s := NewScratch(pool.Threads())
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K} {
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
 		cols := 64
 		if dt.BlockSize() == 256 {
 			cols = 512

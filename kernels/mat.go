@@ -27,7 +27,7 @@ func NewMat(dt tensor.DType, rows, cols int, data []byte) (Mat, error) {
 		return Mat{}, fmt.Errorf("matrix %d×%d: empty", rows, cols)
 	}
 	switch dt {
-	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q6_K:
+	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K:
 	default:
 		return Mat{}, fmt.Errorf("matrix dtype %v: not supported by the kernels", dt)
 	}

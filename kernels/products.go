@@ -73,7 +73,7 @@ type rowsFunc func(worker int, out []float32, w *Mat, lo, hi int)
 // and returns the row kernel that uses them.
 func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 	switch k := actKindOf(w.DType); {
-	case w.DType == tensor.Q4_K || w.DType == tensor.Q6_K:
+	case w.DType == tensor.Q4_K || w.DType == tensor.Q5_K || w.DType == tensor.Q6_K:
 		a := &s.actK
 		a.quantize(x)
 		return func(_ int, out []float32, w *Mat, lo, hi int) { kQuantRows(out, w, a, n, lo, hi) }

@@ -15,7 +15,7 @@ import (
 // tolerance is checkDot's float32 summation bound. raw is the weight row's stored bytes.
 func checkProduct(t *testing.T, dt tensor.DType, what string, got float32, w []float64, x []float32, raw []byte) {
 	t.Helper()
-	if dt == tensor.Q4_K || dt == tensor.Q6_K {
+	if dt == tensor.Q4_K || dt == tensor.Q5_K || dt == tensor.Q6_K {
 		var a qactK
 		a.quantize(x)
 		var want, abs float64
@@ -296,7 +296,7 @@ func TestQuantizeQ8K(t *testing.T) {
 			for _, v := range q[j*16 : j*16+16] {
 				s += int32(v)
 			}
-			if a.bsums[b*16+j] != s {
+			if int32(a.bsums[b*16+j]) != s {
 				t.Fatalf("super-block %d: bsums[%d] = %d, want %d", b, j, a.bsums[b*16+j], s)
 			}
 		}

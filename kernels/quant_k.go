@@ -6,17 +6,30 @@ import (
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
-// ggml-compatible products for the k-quants Q4_K and Q6_K: ggml quantizes the activations to
-// Q8_K (super-blocks of 256: a float32 scale, 256 int8 and the sums of each 16 quants) and
-// sums integer products per super-block into eight lanes, in the lane layout of its AVX2
-// vec_dot_q4_K_q8_K / vec_dot_q6_K_q8_K (the lane sums are converted to float once per
-// super-block, so where each product lands decides the rounding).
+// ggml-compatible products for the k-quants Q4_K, Q5_K and Q6_K: ggml quantizes the
+// activations to Q8_K (super-blocks of 256: a float32 scale, 256 int8 and the sums of each 16
+// quants) and sums integer products per super-block, which it converts to float once per
+// super-block, so where each product lands decides the rounding. Two orders, both ggml's on
+// x86 with AVX2 (the haswell and skylakex libraries alike):
+//
+//   - Q5_K and Q6_K weights go through ggml_vec_dot_q5_K_q8_K / _q6_K_q8_K: eight float
+//     lanes, lane k holding bytes 4k..4k+3 of every 32-element run, added at the end as
+//     hsum_float_8 does.
+//   - Q4_K weights are repacked when the model loads (ggml's CPU_REPACK buffer, block_q4_Kx8,
+//     for every matrix whose row count is a multiple of 8, which is every matrix of a real
+//     model) and multiplied by ggml_gemv_q4_K_8x8_q8_K / ggml_gemm_q4_K_8x8_q8_K: one float
+//     accumulator per (row, token) takes each super-block's whole integer sum times
+//     d_w·d_x, another the mins' sum times dmin_w·d_x, and the result is their difference.
+//     The gemm (4 tokens at a time) and the gemv (the rest) give a (row, token) the same
+//     bits, so the product stays batch invariant. (ggml_vec_dot_q4_K_q8_K's lane order is
+//     what llama.cpp runs only where the repack is off or the row count is not a multiple
+//     of 8.)
 
 // qactK holds activation rows quantized to Q8_K.
 type qactK struct {
 	d     []float32 // per super-block
 	q     []int8
-	bsums []int32 // 16 per super-block
+	bsums []int16 // 16 per super-block, int16 as ggml's block_q8_K holds them (|sum| ≤ 16·127)
 }
 
 // quantize fills a with x (a multiple of 256 long) as ggml's quantize_row_q8_K does: the
@@ -27,7 +40,7 @@ func (a *qactK) quantize(x []float32) {
 	if cap(a.d) < nb {
 		a.d = make([]float32, nb)
 		a.q = make([]int8, nb*256)
-		a.bsums = make([]int32, nb*16)
+		a.bsums = make([]int16, nb*16)
 	}
 	a.d, a.q, a.bsums = a.d[:nb], a.q[:nb*256], a.bsums[:nb*16]
 	for b := range nb {
@@ -54,7 +67,7 @@ func (a *qactK) quantize(x []float32) {
 			for _, v := range q[j*16 : j*16+16] {
 				s += int32(v)
 			}
-			a.bsums[b*16+j] = s
+			a.bsums[b*16+j] = int16(s)
 		}
 		a.d[b] = 1 / iscale
 	}
@@ -71,57 +84,90 @@ func q4KScales(s *[12]byte) (sc, mn [8]int32) {
 	return
 }
 
-// dotQ4_KAct is a Q4_K row times one Q8_K activation row: per super-block, lane k sums the
-// products of bytes 4k..4k+3 of every 32-element run, scaled by that run's 6-bit scale;
-// the mins meet the activations' 16-element sums in four lanes of their own.
-func dotQ4_KAct(row []byte, d []float32, q []int8, bsums []int32) float32 {
-	var acc [8]float32
-	var accM [4]float32
+// dotQ4_KAct is a Q4_K row times one Q8_K activation row in the repacked order of ggml's
+// gemv_q4_K_8x8_q8_K: per super-block the exact integer sums Σ sc·q·x and Σ mn·bsum go into
+// two float accumulators, with d_w·d_x and dmin_w·d_x.
+func dotQ4_KAct(row []byte, d []float32, q []int8, bsums []int16) float32 {
+	var acc, accM float32
 	nb := len(row) / 144
 	for i := range nb {
 		blk := (*[144]byte)(row[i*144:])
 		xq := (*[256]int8)(q[i*256:])
-		bs := (*[16]int32)(bsums[i*16:])
+		bs := (*[16]int16)(bsums[i*16:])
+		dw := f16Table[uint16(blk[0])|uint16(blk[1])<<8]
+		dm := f16Table[uint16(blk[2])|uint16(blk[3])<<8]
+		sc, mn := q4KScales((*[12]byte)(blk[4:16]))
+		var isum, imin int32
+		for j := range 4 {
+			bits := blk[16+32*j : 16+32*j+32]
+			var pl, ph int32
+			for b, v := range bits {
+				pl += int32(v&15) * int32(xq[64*j+b])
+				ph += int32(v>>4) * int32(xq[64*j+32+b])
+			}
+			isum += sc[2*j]*pl + sc[2*j+1]*ph
+		}
+		for j := range 8 {
+			imin += mn[j] * (int32(bs[2*j]) + int32(bs[2*j+1]))
+		}
+		acc = fma32(float32(isum), dw*d[i], acc)
+		accM = fma32(float32(imin), dm*d[i], accM)
+	}
+	return acc - accM
+}
+
+// dotQ5_KAct is a Q5_K row times one Q8_K activation row in ggml's AVX2 order: lane k of
+// run j (the 32 elements of sub-block j: the low or high nibbles of 32 bytes, bit j of qh
+// on top) sums bytes 4k..4k+3 times the run's scale; the mins' integer sum meets dmin_w·d_x
+// in one scalar accumulator (a fused multiply-add in ggml's build: vfmadd231ss).
+func dotQ5_KAct(row []byte, d []float32, q []int8, bsums []int16) float32 {
+	var acc [8]float32
+	var summs float32
+	nb := len(row) / 176
+	for i := range nb {
+		blk := (*[176]byte)(row[i*176:])
+		xq := (*[256]int8)(q[i*256:])
+		bs := (*[16]int16)(bsums[i*16:])
 		dd := d[i] * f16Table[uint16(blk[0])|uint16(blk[1])<<8]
 		dmin := -d[i] * f16Table[uint16(blk[2])|uint16(blk[3])<<8]
 		sc, mn := q4KScales((*[12]byte)(blk[4:16]))
-		for k := range 4 {
-			p := mn[2*k]*(bs[4*k]+bs[4*k+1]) + mn[2*k+1]*(bs[4*k+2]+bs[4*k+3])
-			accM[k] = fma32(dmin, float32(p), accM[k])
+		var imin int32
+		for j := range 8 {
+			imin += mn[j] * (int32(bs[2*j]) + int32(bs[2*j+1]))
 		}
-		qs := blk[16:144]
+		summs = fma32(dmin, float32(imin), summs)
+		qh, qs := blk[16:48], blk[48:176]
 		var sumi [8]int32
-		for j := range 4 {
-			bits := qs[32*j : 32*j+32]
-			lo := xq[64*j : 64*j+32]
-			hi := xq[64*j+32 : 64*j+64]
+		for j := range 8 {
+			bits := qs[32*(j/2) : 32*(j/2)+32]
+			x := xq[32*j : 32*j+32]
+			shift := 4 * uint(j%2)
 			for k := range 8 {
-				var pl, ph int32
+				var p int32
 				for b := 4 * k; b < 4*k+4; b++ {
-					pl += int32(bits[b]&15) * int32(lo[b])
-					ph += int32(bits[b]>>4) * int32(hi[b])
+					v := bits[b]>>shift&15 | (qh[b]>>uint(j)&1)<<4
+					p += int32(v) * int32(x[b])
 				}
-				sumi[k] += sc[2*j]*pl + sc[2*j+1]*ph
+				sumi[k] += sc[j] * p
 			}
 		}
 		for k := range 8 {
 			acc[k] = fma32(dd, float32(sumi[k]), acc[k])
 		}
 	}
-	m := (accM[0] + accM[2]) + (accM[1] + accM[3])
-	return hsum8(&acc) + m
+	return hsum8(&acc) + summs
 }
 
 // dotQ6_KAct is a Q6_K row times one Q8_K activation row. The 6-bit values are taken as
 // 0..63 and the −32 offset is subtracted as 32·Σ scale·bsum, lane k holding sub-blocks 2k
 // and 2k+1, as ggml's AVX2 code does.
-func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int32) float32 {
+func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int16) float32 {
 	var acc [8]float32
 	nb := len(row) / 210
 	for i := range nb {
 		blk := (*[210]byte)(row[i*210:])
 		xq := (*[256]int8)(q[i*256:])
-		bs := (*[16]int32)(bsums[i*16:])
+		bs := (*[16]int16)(bsums[i*16:])
 		ql, qh := blk[0:128], blk[128:192]
 		var sc [16]int32
 		for j := range 16 {
@@ -159,25 +205,32 @@ func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int32) float32 {
 			}
 		}
 		for k := range 8 {
-			sumi[k] -= 32 * (bs[2*k]*sc[2*k] + bs[2*k+1]*sc[2*k+1])
+			sumi[k] -= 32 * (int32(bs[2*k])*sc[2*k] + int32(bs[2*k+1])*sc[2*k+1])
 			acc[k] = fma32(dd, float32(sumi[k]), acc[k])
 		}
 	}
 	return hsum8(&acc)
 }
 
-// kQuantRows computes rows [lo,hi) of a Q4_K or Q6_K matrix times n Q8_K activation rows.
+// kQuantRows computes rows [lo,hi) of a Q4_K, Q5_K or Q6_K matrix times n Q8_K activation
+// rows: the assembly where it runs (asmKQuantRows, kquant_amd64.s), else the Go reference
+// row by row.
 func kQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
+	if asmKQuantRows(out, w, a, n, lo, hi) {
+		return
+	}
 	rows, nb := w.Rows, w.Cols/256
+	dot := dotQ6_KAct
+	switch w.DType {
+	case tensor.Q4_K:
+		dot = dotQ4_KAct
+	case tensor.Q5_K:
+		dot = dotQ5_KAct
+	}
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 		for t := range n {
-			d, q, bs := a.d[t*nb:(t+1)*nb], a.q[t*nb*256:(t+1)*nb*256], a.bsums[t*nb*16:(t+1)*nb*16]
-			if w.DType == tensor.Q4_K {
-				out[t*rows+r] = dotQ4_KAct(row, d, q, bs)
-			} else {
-				out[t*rows+r] = dotQ6_KAct(row, d, q, bs)
-			}
+			out[t*rows+r] = dot(row, a.d[t*nb:(t+1)*nb], a.q[t*nb*256:(t+1)*nb*256], a.bsums[t*nb*16:(t+1)*nb*16])
 		}
 	}
 }

@@ -17,9 +17,10 @@
 #
 # llama-bench is built from the llama.cpp source that node-llama-cpp ships as a git bundle
 # (scripts/setup-refs.sh installs it under .cache/refs), in $LLAMA_DIR (default
-# .cache/llama.cpp, outside git): cmake, Release, GGML_NATIVE, only the llama-bench target
-# (~6 min on 2 idle cores; much longer on a loaded machine). tokenwise is built with
-# GOEXPERIMENT=simd (the AVX2 kernels).
+# .cache/llama.cpp, outside git): cmake, Release, GGML_NATIVE, the llama-bench and
+# llama-quantize targets (~6 min on 2 idle cores; much longer on a loaded machine; the k-quant
+# tests compare tokenwise's export with that llama-quantize: TOKENWISE_LLAMA_DIR). tokenwise
+# is built with GOEXPERIMENT=simd (the AVX2 kernels).
 #
 # Both keep the KV cache in f16 (llama-bench's default; tokenwise --kv-cache-dtype f16).
 # Differences to keep in mind: llama-bench's tg runs from an empty context while tokenwise's
@@ -29,17 +30,23 @@
 #
 #   scripts/bench-llamacpp.sh
 #   SHAPES=smollm2-135m DTYPES=q8_0 ROUNDS=1 GEN=16 scripts/bench-llamacpp.sh
+#   SHAPES="qwen3-0.6b llama-3.2-1b" DTYPES="q4_k_m q6_k" scripts/bench-llamacpp.sh
+#
+# DTYPES are export --dtype values: f16, bf16, q8_0, and llama-quantize's k-quant file types
+# q4_k_m and q6_k (tokenwise's export writes llama-quantize's tensors byte for byte). A shape
+# whose rows are not whole 256-element super-blocks (SmolLM2's hidden 576) has no Q4_K_M
+# export and is skipped for it.
 #   TW=/tmp/tokenwise-before scripts/bench-llamacpp.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHAPES=${SHAPES:-"smollm2-135m llama-3.2-1b"}
-DTYPES=${DTYPES:-"f16 q8_0"}
+DTYPES=${DTYPES:-"f16 q8_0 q4_k_m q6_k"}
 THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}
 GEN=${GEN:-32}
 refs=${TOKENWISE_REFS:-$PWD/.cache/refs}
 llama=${LLAMA_DIR:-$PWD/.cache/llama.cpp}
-out=.cache/bench-llamacpp
+out=${OUT:-.cache/bench-llamacpp} # OUT=dir keeps one run's files apart from another's
 mkdir -p "$out"
 
 lb="$llama/build/bin/llama-bench"
@@ -52,7 +59,7 @@ if [ ! -x "$lb" ]; then
 	echo "building llama-bench in $llama/build ..." >&2
 	cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF >/dev/null
-	cmake --build "$llama/build" -j"$(nproc)" --target llama-bench >/dev/null
+	cmake --build "$llama/build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
 fi
 
 # TW=path/to/tokenwise runs that binary instead of building this tree's (a before/after
@@ -90,7 +97,7 @@ read0=$(read_gbs)
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
-printf '%-14s %-5s %-5s %12s %12s %8s\n' shape dtype test llama.cpp tokenwise ratio
+printf '%-14s %-7s %-5s %12s %12s %8s\n' shape dtype test llama.cpp tokenwise ratio
 for shape in $SHAPES; do
 	tok=$(tokenizer_for "$shape")
 	hf="$out/$shape-hf"
@@ -99,7 +106,10 @@ for shape in $SHAPES; do
 	fi
 	for dt in $DTYPES; do
 		m="$out/$shape-$dt.gguf"
-		[ -f "$m" ] || "$tw" export --model "$hf" --format gguf --dtype "$dt" --out "$m" >/dev/null
+		if [ ! -f "$m" ] && ! "$tw" export --model "$hf" --format gguf --dtype "$dt" --out "$m" >/dev/null 2>"$out/export.err"; then
+			printf '%-14s %-7s skipped: %s\n' "$shape" "$dt" "$(tail -1 "$out/export.err")"
+			continue
+		fi
 		: >"$out/runs.txt"
 		for _ in $(seq "$ROUNDS"); do
 			"$lb" -m "$m" -t "$THREADS" -p 128,512 -n "$GEN" -r 1 -o json 2>/dev/null |
@@ -123,7 +133,7 @@ print("tw pp512", json.load(sys.stdin)["prefill_tok_s"])' >>"$out/runs.txt"
 		for test in pp128 pp512 tg; do
 			l=$(awk -v t="$test" '$1=="llama" && $2==t {print $3}' "$out/runs.txt" | median)
 			w=$(awk -v t="$test" '$1=="tw" && $2==t {print $3}' "$out/runs.txt" | median)
-			printf '%-14s %-5s %-5s %12.1f %12.1f %7.2fx\n' "$shape" "$dt" "$test" "$l" "$w" "$(echo "$w $l" | awk '{print $1/$2}')"
+			printf '%-14s %-7s %-5s %12.1f %12.1f %7.2fx\n' "$shape" "$dt" "$test" "$l" "$w" "$(echo "$w $l" | awk '{print $1/$2}')"
 		done
 		python3 - "$shape" "$dt" "$out/runs.txt" >>"$out/decode-gbs.txt" <<'PY'
 import statistics, sys
@@ -144,6 +154,6 @@ echo
 echo "read bandwidth (calibrate's probe, $THREADS threads): $read0 GB/s before the rounds, $read1 after"
 echo "decode bandwidth, median over rounds of decode GB/s / the probe run right before the round's tokenwise bench:"
 while read -r shape dt tw twshare l lshare probe; do
-	printf '%-14s %-5s tokenwise %5.1f GB/s = %3.0f%%   llama.cpp %5.1f GB/s = %3.0f%%   (probe median %.1f GB/s)\n' \
+	printf '%-14s %-7s tokenwise %5.1f GB/s = %3.0f%%   llama.cpp %5.1f GB/s = %3.0f%%   (probe median %.1f GB/s)\n' \
 		"$shape" "$dt" "$tw" "$(echo "$twshare" | awk '{print 100*$1}')" "$l" "$(echo "$lshare" | awk '{print 100*$1}')" "$probe"
 done <"$out/decode-gbs.txt"

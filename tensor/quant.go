@@ -266,7 +266,7 @@ func dequantQ6K(blk []byte, y []float32) {
 }
 
 // Quantize encodes src into dst as type dt. len(dst) must be exactly dt.BytesFor(len(src)).
-// Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1; the block types match ggml's
+// Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; the block types match ggml's
 // quantize_row_*_ref bit for bit (the reference llama-quantize and convert_hf_to_gguf use).
 func Quantize(dt DType, src []float32, dst []byte) error {
 	want, err := dt.BytesFor(len(src))
@@ -311,6 +311,10 @@ func Quantize(dt DType, src []float32, dst []byte) error {
 		for b := 0; b < len(src)/32; b++ {
 			quantQ4_1(src[32*b:32*b+32], dst[20*b:20*b+20])
 		}
+	case Q4_K:
+		eachBlock(len(src)/QK_K, func(b int) { quantQ4K(src[QK_K*b:QK_K*b+QK_K], dst[144*b:144*b+144]) })
+	case Q6_K:
+		eachBlock(len(src)/QK_K, func(b int) { quantQ6K(src[QK_K*b:QK_K*b+QK_K], dst[210*b:210*b+210]) })
 	default:
 		return fmt.Errorf("quantize: unsupported dtype %s", dt)
 	}

@@ -1,0 +1,64 @@
+package convert
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// TestKMixDTypes: llama-quantize's Q4_K_M and Q6_K choices per tensor for a 32-layer model
+// (Llama-3.2-1B's depth has 16; both are in the table) and its fallbacks.
+func TestKMixDTypes(t *testing.T) {
+	q4km, _ := parseKMix("Q4_K_M")
+	q6k, _ := parseKMix("q6_k")
+	// use_more_bits(i, 32): i < 4, i >= 28, or (i−4)%3 == 2 → 6, 9, 12, ..., 27.
+	more := map[int]bool{}
+	for i := range 32 {
+		more[i] = i < 4 || i >= 28 || (i-4)%3 == 2
+	}
+	for i := range 32 {
+		for _, part := range []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"} {
+			name := fmt.Sprintf("blk.%d.%s.weight", i, part)
+			want := tensor.Q4_K
+			if (part == "attn_v" || part == "ffn_down") && more[i] {
+				want = tensor.Q6_K
+			}
+			if got, err := q4km.dtypeFor(name, 2048, 32, false); err != nil || got != want {
+				t.Errorf("q4_k_m %s: %v, %v; want %v", name, got, err, want)
+			}
+			if got, err := q6k.dtypeFor(name, 2048, 32, false); err != nil || got != tensor.Q6_K {
+				t.Errorf("q6_k %s: %v, %v; want Q6_K", name, got, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		tied bool
+		want tensor.DType
+	}{
+		{"output.weight", false, tensor.Q6_K},
+		{"token_embd.weight", false, tensor.Q4_K},
+		{"token_embd.weight", true, tensor.Q6_K},
+	} {
+		if got, err := q4km.dtypeFor(c.name, 2048, 32, c.tied); err != nil || got != c.want {
+			t.Errorf("q4_k_m %s (tied %v): %v, %v; want %v", c.name, c.tied, got, err, c.want)
+		}
+	}
+	// Rows that are not whole super-blocks: Q6_K falls back to Q8_0; Q4_K's fallback (Q5_0)
+	// is not written, so it is an error that says so.
+	if got, err := q4km.dtypeFor("output.weight", 576, 30, false); err != nil || got != tensor.Q8_0 {
+		t.Errorf("q4_k_m output.weight at 576 columns: %v, %v; want Q8_0", got, err)
+	}
+	if _, err := q4km.dtypeFor("blk.1.attn_q.weight", 576, 30, false); err == nil {
+		t.Error("q4_k_m at 576 columns: no error for Q4_K's Q5_0 fallback")
+	}
+	if _, _, err := parseDType("q4_k_m"); err == nil {
+		t.Error("parseDType accepted q4_k_m (an HF folder cannot hold it)")
+	}
+	for i, want := range map[int]bool{0: true, 1: false, 2: false, 3: true, 4: false, 5: false, 6: true, 7: true} {
+		if useMoreBits(i, 8) != want {
+			t.Errorf("useMoreBits(%d, 8) = %v", i, !want)
+		}
+	}
+}

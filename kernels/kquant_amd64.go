@@ -1,0 +1,93 @@
+//go:build amd64
+
+package kernels
+
+import "github.com/tokenwise/tokenwise/tensor"
+
+// The k-quant row kernels (kquant_amd64.s), AVX2: a block of rows times up to kqTokens
+// tokens per call, accumulating in acc (16 float32 per row and token) what asmKQuantRows
+// finishes (the lane sums of ggml's order).
+
+//go:noescape
+func q4KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+//go:noescape
+func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+//go:noescape
+func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+// The same with VPDPWSSD, where useVNNI is on.
+
+//go:noescape
+func q4KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+//go:noescape
+func q5KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+//go:noescape
+func q6KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+// kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
+// them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
+// them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
+const (
+	kqTokens = 8
+	kqAcc    = 2048
+)
+
+// asmKQuantRows is kQuantRows in assembly, where useAsmQ8 is on (AVX2 and FMA, F16C for
+// the block scales); it reports whether it ran.
+func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
+	if !useAsmQ8 || hi <= lo || n <= 0 {
+		return false
+	}
+	switch w.DType {
+	case tensor.Q4_K, tensor.Q5_K, tensor.Q6_K:
+	default:
+		return false
+	}
+	rows, nb := w.Rows, w.Cols/256
+	var acc [kqAcc]float32
+	block := kqAcc / (16 * min(n, kqTokens))
+	for r0 := lo; r0 < hi; r0 += block {
+		nr := min(block, hi-r0)
+		for t0 := 0; t0 < n; t0 += kqTokens {
+			nt := min(kqTokens, n-t0)
+			// Called directly, not through a func value: that would lose //go:noescape and
+			// put acc on the heap, 8 KiB per call (the garbage collector then took half of a
+			// Qwen3-0.6B Q4_K_M decode step).
+			row, q, d, bs := &w.Data[r0*w.rowBytes], &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16]
+			switch {
+			case w.DType == tensor.Q4_K && useVNNI:
+				q4KRowVNNI(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case w.DType == tensor.Q4_K:
+				q4KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case w.DType == tensor.Q5_K && useVNNI:
+				q5KRowVNNI(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case w.DType == tensor.Q5_K:
+				q5KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			case useVNNI:
+				q6KRowVNNI(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			default:
+				q6KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+			}
+			for r := range nr {
+				for t := range nt {
+					c := (*[16]float32)(acc[(r*nt+t)*16:])
+					var v float32
+					switch w.DType {
+					case tensor.Q4_K:
+						v = c[0] - c[1]
+					case tensor.Q5_K:
+						v = hsum8((*[8]float32)(c[:8])) + c[8]
+					default:
+						v = hsum8((*[8]float32)(c[:8]))
+					}
+					out[(t0+t)*rows+r0+r] = v
+				}
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,1258 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// k-quant row kernels (kquant_amd64.go): rows consecutive weight rows (rowBytes apart) of nb
+// super-blocks times nt Q8_K activation rows (q: nt rows of nb·256 int8; d: nt rows of nb
+// float32; bs: nt rows of nb·16 int16), each super-block's weights unpacked to bytes once
+// (Y0..Y7, the eight runs of 32) and multiplied with every token, so a prefill reads and
+// unpacks a row once per nt tokens. acc gets 16 float32 per row and token (row-major, the
+// kernel zeroes them first); what goes there is the
+// arithmetic of ggml's AVX2 code for the dtype (quant_k.go): the integer sums are exact
+// (VPMADDUBSW pairs stay below 2¹⁵: 2·63·127), so only the float steps had to be copied.
+
+DATA kqM4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqM4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqM4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqM4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kqM4<>(SB), RODATA|NOPTR, $32
+DATA kqM3<>+0(SB)/8, $0x0303030303030303
+DATA kqM3<>+8(SB)/8, $0x0303030303030303
+DATA kqM3<>+16(SB)/8, $0x0303030303030303
+DATA kqM3<>+24(SB)/8, $0x0303030303030303
+GLOBL kqM3<>(SB), RODATA|NOPTR, $32
+DATA kqM12<>+0(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kqM12<>+8(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kqM12<>+16(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kqM12<>+24(SB)/8, $0x0c0c0c0c0c0c0c0c
+GLOBL kqM12<>(SB), RODATA|NOPTR, $32
+DATA kqM48<>+0(SB)/8, $0x3030303030303030
+DATA kqM48<>+8(SB)/8, $0x3030303030303030
+DATA kqM48<>+16(SB)/8, $0x3030303030303030
+DATA kqM48<>+24(SB)/8, $0x3030303030303030
+GLOBL kqM48<>(SB), RODATA|NOPTR, $32
+DATA kqMC0<>+0(SB)/8, $0xc0c0c0c0c0c0c0c0
+DATA kqMC0<>+8(SB)/8, $0xc0c0c0c0c0c0c0c0
+DATA kqMC0<>+16(SB)/8, $0xc0c0c0c0c0c0c0c0
+DATA kqMC0<>+24(SB)/8, $0xc0c0c0c0c0c0c0c0
+GLOBL kqMC0<>(SB), RODATA|NOPTR, $32
+DATA kqM1<>+0(SB)/8, $0x0101010101010101
+DATA kqM1<>+8(SB)/8, $0x0101010101010101
+DATA kqM1<>+16(SB)/8, $0x0101010101010101
+DATA kqM1<>+24(SB)/8, $0x0101010101010101
+GLOBL kqM1<>(SB), RODATA|NOPTR, $32
+
+DATA kqQ6Shuf<>+0(SB)/8, $0x0000000000000000
+DATA kqQ6Shuf<>+8(SB)/8, $0x0101010101010101
+DATA kqQ6Shuf<>+16(SB)/8, $0x0202020202020202
+DATA kqQ6Shuf<>+24(SB)/8, $0x0303030303030303
+DATA kqQ6Shuf<>+32(SB)/8, $0x0404040404040404
+DATA kqQ6Shuf<>+40(SB)/8, $0x0505050505050505
+DATA kqQ6Shuf<>+48(SB)/8, $0x0606060606060606
+DATA kqQ6Shuf<>+56(SB)/8, $0x0707070707070707
+DATA kqQ6Shuf<>+64(SB)/8, $0x0808080808080808
+DATA kqQ6Shuf<>+72(SB)/8, $0x0909090909090909
+DATA kqQ6Shuf<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA kqQ6Shuf<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA kqQ6Shuf<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kqQ6Shuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA kqQ6Shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA kqQ6Shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kqQ6Shuf<>(SB), RODATA|NOPTR, $128
+
+DATA kqK4Shuf<>+0(SB)/8, $0x0100010001000100
+DATA kqK4Shuf<>+8(SB)/8, $0x0100010001000100
+DATA kqK4Shuf<>+16(SB)/8, $0x0100010001000100
+DATA kqK4Shuf<>+24(SB)/8, $0x0100010001000100
+DATA kqK4Shuf<>+32(SB)/8, $0x0302030203020302
+DATA kqK4Shuf<>+40(SB)/8, $0x0302030203020302
+DATA kqK4Shuf<>+48(SB)/8, $0x0302030203020302
+DATA kqK4Shuf<>+56(SB)/8, $0x0302030203020302
+DATA kqK4Shuf<>+64(SB)/8, $0x0504050405040504
+DATA kqK4Shuf<>+72(SB)/8, $0x0504050405040504
+DATA kqK4Shuf<>+80(SB)/8, $0x0504050405040504
+DATA kqK4Shuf<>+88(SB)/8, $0x0504050405040504
+DATA kqK4Shuf<>+96(SB)/8, $0x0706070607060706
+DATA kqK4Shuf<>+104(SB)/8, $0x0706070607060706
+DATA kqK4Shuf<>+112(SB)/8, $0x0706070607060706
+DATA kqK4Shuf<>+120(SB)/8, $0x0706070607060706
+DATA kqK4Shuf<>+128(SB)/8, $0x0908090809080908
+DATA kqK4Shuf<>+136(SB)/8, $0x0908090809080908
+DATA kqK4Shuf<>+144(SB)/8, $0x0908090809080908
+DATA kqK4Shuf<>+152(SB)/8, $0x0908090809080908
+DATA kqK4Shuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqK4Shuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqK4Shuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqK4Shuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqK4Shuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqK4Shuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqK4Shuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqK4Shuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqK4Shuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kqK4Shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kqK4Shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kqK4Shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL kqK4Shuf<>(SB), RODATA|NOPTR, $256
+
+// func q4KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// Q4_K in ggml's repacked order (gemv_q4_K_8x8_q8_K): per super-block and token,
+// acc[0] += float(Σ sc·q·x)·(d_w·d_x) and acc[1] += float(Σ mn·bsum)·(dmin_w·d_x), both fused.
+TEXT ·q4KRowAVX2(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q4done
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q4row:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q4zero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q4zero
+
+q4block:
+	// 4 KiB ahead into L2, as the other decode kernels do (docs/kernels.md; not measured
+	// apart here, on a machine at load 20): the rows of a call are consecutive in memory.
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
+	// Y8: scales in the low lane, mins in the high one.
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	VMOVD R15, X8
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	VPINSRD $1, R15, X8, X8
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	VPINSRD $2, R15, X8, X8
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	VPINSRD $3, R14, X8, X8
+	VPMOVZXBW X8, Y8
+	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
+	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
+	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
+	// decode product for a quarter of its time (perf annotate: Q4_K 3.5 GB/s, Q6_K 26).
+	VPERMQ $0x44, Y8, Y13
+	VPSHUFB kqK4Shuf<>+0(SB), Y13, Y9
+	VMOVDQU Y9, 64(SP)
+	VPSHUFB kqK4Shuf<>+32(SB), Y13, Y9
+	VMOVDQU Y9, 96(SP)
+	VPSHUFB kqK4Shuf<>+64(SB), Y13, Y9
+	VMOVDQU Y9, 128(SP)
+	VPSHUFB kqK4Shuf<>+96(SB), Y13, Y9
+	VMOVDQU Y9, 160(SP)
+	VPSHUFB kqK4Shuf<>+128(SB), Y13, Y9
+	VMOVDQU Y9, 192(SP)
+	VPSHUFB kqK4Shuf<>+160(SB), Y13, Y9
+	VMOVDQU Y9, 224(SP)
+	VPSHUFB kqK4Shuf<>+192(SB), Y13, Y9
+	VMOVDQU Y9, 256(SP)
+	VPSHUFB kqK4Shuf<>+224(SB), Y13, Y9
+	VMOVDQU Y9, 288(SP)
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+
+	// Runs 2j and 2j+1 are the low and high nibbles of qs[32j:32j+32].
+	VMOVDQU kqM4<>(SB), Y13
+	VMOVDQU 16(SI), Y8
+	VPAND Y13, Y8, Y0
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y1
+	VMOVDQU 48(SI), Y8
+	VPAND Y13, Y8, Y2
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y3
+	VMOVDQU 80(SI), Y8
+	VPAND Y13, Y8, Y4
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y5
+	VMOVDQU 112(SI), Y8
+	VPAND Y13, Y8, Y6
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y7
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q4tok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPMADDWD 64(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPMADDWD 96(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPMADDWD 128(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPMADDWD 160(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPMADDWD 192(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPMADDWD 224(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPMADDWD 256(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPMADDWD 288(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDWD (R14), Y10, Y12
+	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
+	VPHADDD Y12, Y11, Y11
+	VEXTRACTI128 $1, Y11, X13
+	VPADDD X13, X11, X11
+	VPHADDD X11, X11, X11
+	VCVTDQ2PS X11, X11
+	VMULSS (DX), X14, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 0(R15), X9
+	VFMADD231SS X12, X11, X9
+	VMOVSS X9, 0(R15)
+	VMOVSHDUP X11, X11
+	VMOVSS 4(R15), X9
+	VFMADD231SS X13, X11, X9
+	VMOVSS X9, 4(R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q4tok
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q4block
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q4row
+q4done:
+	VZEROUPPER
+	RET
+
+
+// func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// Q5_K in ggml_vec_dot_q5_K_q8_K's AVX2 order: acc[0:8] are its eight lanes
+// (+= (d_x·d_w)·float(lane sum), fused), acc[8] its scalar summs += (−d_x·dmin_w)·float(Σ mn·bsum),
+// fused (vfmadd231ss in ggml's build; VFNMADD231SS here, the same rounding).
+TEXT ·q5KRowAVX2(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q5done
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q5row:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q5zero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q5zero
+
+q5block:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// Run j: the low (j even) or high nibbles of qs[32(j/2):], bit j of qh as the 5th bit.
+	VMOVDQU 16(SI), Y8 // qh
+	VMOVDQU 48(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y0
+	VPAND kqM1<>(SB), Y8, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y0, Y0
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y1
+	VPSRLW $1, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y1, Y1
+	VMOVDQU 80(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y2
+	VPSRLW $2, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y2, Y2
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y3
+	VPSRLW $3, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y3, Y3
+	VMOVDQU 112(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y4
+	VPSRLW $4, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y4, Y4
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y5
+	VPSRLW $5, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y5, Y5
+	VMOVDQU 144(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y6
+	VPSRLW $6, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y6, Y6
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y7
+	VPSRLW $7, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y7, Y7
+	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
+	// Y8: scales in the low lane, mins in the high one.
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	VMOVD R15, X8
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	VPINSRD $1, R15, X8, X8
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	VPINSRD $2, R15, X8, X8
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	VPINSRD $3, R14, X8, X8
+	VPMOVZXBW X8, Y8
+	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
+	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
+	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
+	// decode product for a quarter of its time (perf annotate: Q4_K 3.5 GB/s, Q6_K 26).
+	VPERMQ $0x44, Y8, Y13
+	VPSHUFB kqK4Shuf<>+0(SB), Y13, Y9
+	VMOVDQU Y9, 64(SP)
+	VPSHUFB kqK4Shuf<>+32(SB), Y13, Y9
+	VMOVDQU Y9, 96(SP)
+	VPSHUFB kqK4Shuf<>+64(SB), Y13, Y9
+	VMOVDQU Y9, 128(SP)
+	VPSHUFB kqK4Shuf<>+96(SB), Y13, Y9
+	VMOVDQU Y9, 160(SP)
+	VPSHUFB kqK4Shuf<>+128(SB), Y13, Y9
+	VMOVDQU Y9, 192(SP)
+	VPSHUFB kqK4Shuf<>+160(SB), Y13, Y9
+	VMOVDQU Y9, 224(SP)
+	VPSHUFB kqK4Shuf<>+192(SB), Y13, Y9
+	VMOVDQU Y9, 256(SP)
+	VPSHUFB kqK4Shuf<>+224(SB), Y13, Y9
+	VMOVDQU Y9, 288(SP)
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q5tok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPMADDWD 64(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPMADDWD 96(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPMADDWD 128(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPMADDWD 160(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPMADDWD 192(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPMADDWD 224(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPMADDWD 256(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPMADDWD 288(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDWD (R14), Y10, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD X13, X12, X12
+	VPHADDD X12, X12, X12
+	VPHADDD X12, X12, X12
+	VCVTDQ2PS X12, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 32(R15), X9
+	VFNMADD231SS X13, X12, X9
+	VMOVSS X9, 32(R15)
+	VCVTDQ2PS Y11, Y11
+	VMULSS (DX), X14, X12
+	VBROADCASTSS X12, Y12
+	VMOVUPS (R15), Y9
+	VFMADD231PS Y12, Y11, Y9
+	VMOVUPS Y9, (R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q5tok
+
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q5block
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q5row
+q5done:
+	VZEROUPPER
+	RET
+
+
+// func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// Q6_K in ggml_vec_dot_q6_K_q8_K's AVX2 order: the 6-bit values taken as 0..63, the −32
+// offset subtracted as 32·Σ sc·bsum per lane, acc[0:8] += (d_x·d_w)·float(lane), fused.
+// Run m's two halves of 16 have scales sc_2m and sc_2m+1: a table of eight scale vectors
+// at 64(SP), made once per super-block.
+TEXT ·q6KRowAVX2(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q6done
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q6row:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q6zero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q6zero
+
+q6block:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4288(SI)
+	VPBROADCASTW 208(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VMOVDQU 0(SI), Y8 // l1
+	VMOVDQU 32(SI), Y9 // l2
+	VMOVDQU 128(SI), Y10 // qh
+	VPAND kqM3<>(SB), Y10, Y11
+	VPSLLW $4, Y11, Y11
+	VPAND kqM4<>(SB), Y8, Y0
+	VPOR Y11, Y0, Y0
+	VPAND kqM12<>(SB), Y10, Y11
+	VPSLLW $2, Y11, Y11
+	VPAND kqM4<>(SB), Y9, Y1
+	VPOR Y11, Y1, Y1
+	VPAND kqM48<>(SB), Y10, Y11
+	VPSRLW $4, Y8, Y8
+	VPAND kqM4<>(SB), Y8, Y2
+	VPOR Y11, Y2, Y2
+	VPAND kqMC0<>(SB), Y10, Y11
+	VPSRLW $2, Y11, Y11
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y3
+	VPOR Y11, Y3, Y3
+	VMOVDQU 64(SI), Y8 // l1
+	VMOVDQU 96(SI), Y9 // l2
+	VMOVDQU 160(SI), Y10 // qh
+	VPAND kqM3<>(SB), Y10, Y11
+	VPSLLW $4, Y11, Y11
+	VPAND kqM4<>(SB), Y8, Y4
+	VPOR Y11, Y4, Y4
+	VPAND kqM12<>(SB), Y10, Y11
+	VPSLLW $2, Y11, Y11
+	VPAND kqM4<>(SB), Y9, Y5
+	VPOR Y11, Y5, Y5
+	VPAND kqM48<>(SB), Y10, Y11
+	VPSRLW $4, Y8, Y8
+	VPAND kqM4<>(SB), Y8, Y6
+	VPOR Y11, Y6, Y6
+	VPAND kqMC0<>(SB), Y10, Y11
+	VPSRLW $2, Y11, Y11
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y7
+	VPOR Y11, Y7, Y7
+	VMOVDQU 192(SI), X8 // the 16 int8 scales
+	VPSHUFB kqQ6Shuf<>+0(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 64(SP)
+	VPSHUFB kqQ6Shuf<>+16(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 96(SP)
+	VPSHUFB kqQ6Shuf<>+32(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 128(SP)
+	VPSHUFB kqQ6Shuf<>+48(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 160(SP)
+	VPSHUFB kqQ6Shuf<>+64(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 192(SP)
+	VPSHUFB kqQ6Shuf<>+80(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 224(SP)
+	VPSHUFB kqQ6Shuf<>+96(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 256(SP)
+	VPSHUFB kqQ6Shuf<>+112(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 288(SP)
+	VPMOVSXBW X8, Y13 // for the −32 offset: lane k is bs_2k·sc_2k + bs_2k+1·sc_2k+1
+
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q6tok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPMADDWD 64(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPMADDWD 96(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPMADDWD 128(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPMADDWD 160(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPMADDWD 192(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPMADDWD 224(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPMADDWD 256(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPMADDWD 288(SP), Y12, Y12
+	VPADDD Y12, Y11, Y11
+	VPMADDWD (R14), Y13, Y9
+	VPSLLD $5, Y9, Y9
+	VPSUBD Y9, Y11, Y11
+	VCVTDQ2PS Y11, Y11
+	VMULSS (DX), X14, X12
+	VBROADCASTSS X12, Y12
+	VMOVUPS (R15), Y9
+	VFMADD231PS Y12, Y11, Y9
+	VMOVUPS Y9, (R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q6tok
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q6block
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q6row
+q6done:
+	VZEROUPPER
+	RET
+
+// func q4KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q4KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
+// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
+TEXT ·q4KRowVNNI(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q4vdone
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q4vrow:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q4vzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q4vzero
+
+q4vblock:
+	// 4 KiB ahead into L2, as the other decode kernels do (docs/kernels.md; not measured
+	// apart here, on a machine at load 20): the rows of a call are consecutive in memory.
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
+	// Y8: scales in the low lane, mins in the high one.
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	VMOVD R15, X8
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	VPINSRD $1, R15, X8, X8
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	VPINSRD $2, R15, X8, X8
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	VPINSRD $3, R14, X8, X8
+	VPMOVZXBW X8, Y8
+	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
+	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
+	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
+	// decode product for a quarter of its time (perf annotate: Q4_K 3.5 GB/s, Q6_K 26).
+	VPERMQ $0x44, Y8, Y13
+	VPSHUFB kqK4Shuf<>+0(SB), Y13, Y9
+	VMOVDQU Y9, 64(SP)
+	VPSHUFB kqK4Shuf<>+32(SB), Y13, Y9
+	VMOVDQU Y9, 96(SP)
+	VPSHUFB kqK4Shuf<>+64(SB), Y13, Y9
+	VMOVDQU Y9, 128(SP)
+	VPSHUFB kqK4Shuf<>+96(SB), Y13, Y9
+	VMOVDQU Y9, 160(SP)
+	VPSHUFB kqK4Shuf<>+128(SB), Y13, Y9
+	VMOVDQU Y9, 192(SP)
+	VPSHUFB kqK4Shuf<>+160(SB), Y13, Y9
+	VMOVDQU Y9, 224(SP)
+	VPSHUFB kqK4Shuf<>+192(SB), Y13, Y9
+	VMOVDQU Y9, 256(SP)
+	VPSHUFB kqK4Shuf<>+224(SB), Y13, Y9
+	VMOVDQU Y9, 288(SP)
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+
+	// Runs 2j and 2j+1 are the low and high nibbles of qs[32j:32j+32].
+	VMOVDQU kqM4<>(SB), Y13
+	VMOVDQU 16(SI), Y8
+	VPAND Y13, Y8, Y0
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y1
+	VMOVDQU 48(SI), Y8
+	VPAND Y13, Y8, Y2
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y3
+	VMOVDQU 80(SI), Y8
+	VPAND Y13, Y8, Y4
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y5
+	VMOVDQU 112(SI), Y8
+	VPAND Y13, Y8, Y6
+	VPSRLW $4, Y8, Y8
+	VPAND Y13, Y8, Y7
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q4vtok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPDPWSSD 64(SP), Y12, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPDPWSSD 96(SP), Y12, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPDPWSSD 128(SP), Y12, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPDPWSSD 160(SP), Y12, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPDPWSSD 192(SP), Y12, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPDPWSSD 224(SP), Y12, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPDPWSSD 256(SP), Y12, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPDPWSSD 288(SP), Y12, Y11
+	VPMADDWD (R14), Y10, Y12
+	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
+	VPHADDD Y12, Y11, Y11
+	VEXTRACTI128 $1, Y11, X13
+	VPADDD X13, X11, X11
+	VPHADDD X11, X11, X11
+	VCVTDQ2PS X11, X11
+	VMULSS (DX), X14, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 0(R15), X9
+	VFMADD231SS X12, X11, X9
+	VMOVSS X9, 0(R15)
+	VMOVSHDUP X11, X11
+	VMOVSS 4(R15), X9
+	VFMADD231SS X13, X11, X9
+	VMOVSS X9, 4(R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q4vtok
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q4vblock
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q4vrow
+q4vdone:
+	VZEROUPPER
+	RET
+
+// func q5KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q5KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
+// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
+TEXT ·q5KRowVNNI(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q5vdone
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q5vrow:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q5vzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q5vzero
+
+q5vblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// Run j: the low (j even) or high nibbles of qs[32(j/2):], bit j of qh as the 5th bit.
+	VMOVDQU 16(SI), Y8 // qh
+	VMOVDQU 48(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y0
+	VPAND kqM1<>(SB), Y8, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y0, Y0
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y1
+	VPSRLW $1, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y1, Y1
+	VMOVDQU 80(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y2
+	VPSRLW $2, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y2, Y2
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y3
+	VPSRLW $3, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y3, Y3
+	VMOVDQU 112(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y4
+	VPSRLW $4, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y4, Y4
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y5
+	VPSRLW $5, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y5, Y5
+	VMOVDQU 144(SI), Y9
+	VPAND kqM4<>(SB), Y9, Y6
+	VPSRLW $6, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y6, Y6
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y7
+	VPSRLW $7, Y8, Y11
+	VPAND kqM1<>(SB), Y11, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y7, Y7
+	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
+	// Y8: scales in the low lane, mins in the high one.
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	VMOVD R15, X8
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	VPINSRD $1, R15, X8, X8
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	VPINSRD $2, R15, X8, X8
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	VPINSRD $3, R14, X8, X8
+	VPMOVZXBW X8, Y8
+	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
+	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
+	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
+	// decode product for a quarter of its time (perf annotate: Q4_K 3.5 GB/s, Q6_K 26).
+	VPERMQ $0x44, Y8, Y13
+	VPSHUFB kqK4Shuf<>+0(SB), Y13, Y9
+	VMOVDQU Y9, 64(SP)
+	VPSHUFB kqK4Shuf<>+32(SB), Y13, Y9
+	VMOVDQU Y9, 96(SP)
+	VPSHUFB kqK4Shuf<>+64(SB), Y13, Y9
+	VMOVDQU Y9, 128(SP)
+	VPSHUFB kqK4Shuf<>+96(SB), Y13, Y9
+	VMOVDQU Y9, 160(SP)
+	VPSHUFB kqK4Shuf<>+128(SB), Y13, Y9
+	VMOVDQU Y9, 192(SP)
+	VPSHUFB kqK4Shuf<>+160(SB), Y13, Y9
+	VMOVDQU Y9, 224(SP)
+	VPSHUFB kqK4Shuf<>+192(SB), Y13, Y9
+	VMOVDQU Y9, 256(SP)
+	VPSHUFB kqK4Shuf<>+224(SB), Y13, Y9
+	VMOVDQU Y9, 288(SP)
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q5vtok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPDPWSSD 64(SP), Y12, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPDPWSSD 96(SP), Y12, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPDPWSSD 128(SP), Y12, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPDPWSSD 160(SP), Y12, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPDPWSSD 192(SP), Y12, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPDPWSSD 224(SP), Y12, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPDPWSSD 256(SP), Y12, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPDPWSSD 288(SP), Y12, Y11
+	VPMADDWD (R14), Y10, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD X13, X12, X12
+	VPHADDD X12, X12, X12
+	VPHADDD X12, X12, X12
+	VCVTDQ2PS X12, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 32(R15), X9
+	VFNMADD231SS X13, X12, X9
+	VMOVSS X9, 32(R15)
+	VCVTDQ2PS Y11, Y11
+	VMULSS (DX), X14, X12
+	VBROADCASTSS X12, Y12
+	VMOVUPS (R15), Y9
+	VFMADD231PS Y12, Y11, Y9
+	VMOVUPS Y9, (R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q5vtok
+
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q5vblock
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q5vrow
+q5vdone:
+	VZEROUPPER
+	RET
+
+// func q6KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q6KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
+// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
+TEXT ·q6KRowVNNI(SB), NOSPLIT, $352-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q6vdone
+	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	MOVQ w+0(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 328(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 336(SP)
+
+q6vrow:
+	MOVQ 320(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 328(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q6vzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q6vzero
+
+q6vblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4288(SI)
+	VPBROADCASTW 208(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VMOVDQU 0(SI), Y8 // l1
+	VMOVDQU 32(SI), Y9 // l2
+	VMOVDQU 128(SI), Y10 // qh
+	VPAND kqM3<>(SB), Y10, Y11
+	VPSLLW $4, Y11, Y11
+	VPAND kqM4<>(SB), Y8, Y0
+	VPOR Y11, Y0, Y0
+	VPAND kqM12<>(SB), Y10, Y11
+	VPSLLW $2, Y11, Y11
+	VPAND kqM4<>(SB), Y9, Y1
+	VPOR Y11, Y1, Y1
+	VPAND kqM48<>(SB), Y10, Y11
+	VPSRLW $4, Y8, Y8
+	VPAND kqM4<>(SB), Y8, Y2
+	VPOR Y11, Y2, Y2
+	VPAND kqMC0<>(SB), Y10, Y11
+	VPSRLW $2, Y11, Y11
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y3
+	VPOR Y11, Y3, Y3
+	VMOVDQU 64(SI), Y8 // l1
+	VMOVDQU 96(SI), Y9 // l2
+	VMOVDQU 160(SI), Y10 // qh
+	VPAND kqM3<>(SB), Y10, Y11
+	VPSLLW $4, Y11, Y11
+	VPAND kqM4<>(SB), Y8, Y4
+	VPOR Y11, Y4, Y4
+	VPAND kqM12<>(SB), Y10, Y11
+	VPSLLW $2, Y11, Y11
+	VPAND kqM4<>(SB), Y9, Y5
+	VPOR Y11, Y5, Y5
+	VPAND kqM48<>(SB), Y10, Y11
+	VPSRLW $4, Y8, Y8
+	VPAND kqM4<>(SB), Y8, Y6
+	VPOR Y11, Y6, Y6
+	VPAND kqMC0<>(SB), Y10, Y11
+	VPSRLW $2, Y11, Y11
+	VPSRLW $4, Y9, Y9
+	VPAND kqM4<>(SB), Y9, Y7
+	VPOR Y11, Y7, Y7
+	VMOVDQU 192(SI), X8 // the 16 int8 scales
+	VPSHUFB kqQ6Shuf<>+0(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 64(SP)
+	VPSHUFB kqQ6Shuf<>+16(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 96(SP)
+	VPSHUFB kqQ6Shuf<>+32(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 128(SP)
+	VPSHUFB kqQ6Shuf<>+48(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 160(SP)
+	VPSHUFB kqQ6Shuf<>+64(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 192(SP)
+	VPSHUFB kqQ6Shuf<>+80(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 224(SP)
+	VPSHUFB kqQ6Shuf<>+96(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 256(SP)
+	VPSHUFB kqQ6Shuf<>+112(SB), X8, X9
+	VPMOVSXBW X9, Y9
+	VMOVDQU Y9, 288(SP)
+	VPMOVSXBW X8, Y13 // for the −32 offset: lane k is bs_2k·sc_2k + bs_2k+1·sc_2k+1
+
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q6vtok:
+	VPXOR Y11, Y11, Y11
+	VPMADDUBSW 0(AX), Y0, Y12
+	VPDPWSSD 64(SP), Y12, Y11
+	VPMADDUBSW 32(AX), Y1, Y12
+	VPDPWSSD 96(SP), Y12, Y11
+	VPMADDUBSW 64(AX), Y2, Y12
+	VPDPWSSD 128(SP), Y12, Y11
+	VPMADDUBSW 96(AX), Y3, Y12
+	VPDPWSSD 160(SP), Y12, Y11
+	VPMADDUBSW 128(AX), Y4, Y12
+	VPDPWSSD 192(SP), Y12, Y11
+	VPMADDUBSW 160(AX), Y5, Y12
+	VPDPWSSD 224(SP), Y12, Y11
+	VPMADDUBSW 192(AX), Y6, Y12
+	VPDPWSSD 256(SP), Y12, Y11
+	VPMADDUBSW 224(AX), Y7, Y12
+	VPDPWSSD 288(SP), Y12, Y11
+	VPMADDWD (R14), Y13, Y9
+	VPSLLD $5, Y9, Y9
+	VPSUBD Y9, Y11, Y11
+	VCVTDQ2PS Y11, Y11
+	VMULSS (DX), X14, X12
+	VBROADCASTSS X12, Y12
+	VMOVUPS (R15), Y9
+	VFMADD231PS Y12, Y11, Y9
+	VMOVUPS Y9, (R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q6vtok
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q6vblock
+	MOVQ 320(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 320(SP)
+	MOVQ R10, 328(SP) // the next row's accumulators follow
+	DECQ 336(SP)
+	JNZ q6vrow
+q6vdone:
+	VZEROUPPER
+	RET
