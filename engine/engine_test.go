@@ -103,6 +103,9 @@ func TestDraftLenFollowsCost(t *testing.T) {
 		{"in between, poor drafts", measured(10, 13, 16, 19, 22), 1, 0.2, 4, 0},
 		{"only one step measured, larger ones guessed as cheap", measured(10), 1, 0.5, 3, 3},
 		{"a batch of 4: drafts add to a 4-token step", measured(10, 11, 12, 13, 30, 40, 50, 60), 4, 0.9, 4, 0},
+		{"two measured, longer steps extrapolated", measured(10, 20), 1, 0.9, 4, 0},
+		{"a batch of 4 drafting alike, bandwidth-bound", measured(10, 10, 10, 10, 10, 10, 10, 10.5, 10, 10, 10, 11), 4, 0.9, 4, 2},
+		{"a batch of 4 drafting alike, compute-bound", measured(10, 10, 10, 10, 10, 10, 10, 19), 4, 0.9, 4, 0},
 	}
 	for _, c := range cases {
 		if got := c.costs.draftLen(c.max, c.batch, c.p); got != c.want {

@@ -82,10 +82,14 @@ for mode in off prompt prompt,schema; do
 	for kind in $KINDS; do
 		for s in $STREAMS; do
 			case $mode in
-			prompt,schema) if [ "$kind" = extraction ]; then run tokenwise "$mode" "$kind" "$s" --schema; fi ;;
+			prompt,schema) if [ "$kind" = extraction ]; then run tokenwise "$mode" "$kind" "$s" --schema --no-jump-forward; fi ;;
 			*)
 				run tokenwise "$mode" "$kind" "$s"
-				if [ "$kind" = extraction ]; then run tokenwise "$mode" "$kind" "$s" --schema; fi
+				if [ "$kind" = extraction ]; then
+					run tokenwise "$mode" "$kind" "$s" --schema
+					# masked decoding: what schema drafts must reproduce, token for token
+					if [ "$mode" = off ]; then run tokenwise "$mode" "$kind" "$s" --schema --no-jump-forward; fi
+				fi
 				;;
 			esac
 		done

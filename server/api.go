@@ -84,6 +84,10 @@ type responseFormat struct {
 	Type       string            `json:"type"`
 	JSONSchema *jsonSchemaFormat `json:"json_schema"`
 	Whitespace string            `json:"whitespace"`
+	// JumpForward (tokenwise's; default true) appends the text the grammar forces without
+	// sampling it; false samples it token by token, masked (the output speculation's schema
+	// drafts reproduce, and what an engine without jump-forward writes).
+	JumpForward *bool `json:"jump_forward"`
 }
 
 type jsonSchemaFormat struct {
@@ -130,6 +134,7 @@ type genParams struct {
 	speculate   bool           // draft with the server's proposers (Config.Speculate)
 	tokens      bool           // stream_options.include_tokens: per-token sources and the step timeline
 	grammar     *grammar.Table // response_format's, compiled (nil: free text)
+	noJump      bool           // response_format.jump_forward false
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

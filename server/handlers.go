@@ -41,6 +41,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	p.noJump = req.ResponseFormat != nil && req.ResponseFormat.JumpForward != nil && !*req.ResponseFormat.JumpForward
 	if p.grammar, aerr = s.responseGrammar(req.ResponseFormat); aerr != nil {
 		writeError(w, aerr)
 		return
@@ -88,6 +89,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
+	p.noJump = req.ResponseFormat != nil && req.ResponseFormat.JumpForward != nil && !*req.ResponseFormat.JumpForward
 	if p.grammar, aerr = s.responseGrammar(req.ResponseFormat); aerr != nil {
 		writeError(w, aerr)
 		return

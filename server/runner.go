@@ -141,7 +141,8 @@ func (s *Server) beforeStep(step sched.Step) {
 func (s *Server) admit(sub submission) {
 	r := sub.r
 	req := engine.Request{ID: r.id, Prompt: r.prompt, MaxTokens: r.maxTokens, Sampler: r.p.sampler,
-		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival, Grammar: r.p.grammar}
+		Stop: r.p.stop, IgnoreEOS: r.p.ignoreEOS, Arrival: r.arrival, Grammar: r.p.grammar,
+		NoJumpForward: r.p.noJump}
 	if r.p.speculate {
 		if s.cfg.Speculate != nil {
 			req.Proposer = s.cfg.Speculate

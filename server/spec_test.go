@@ -101,6 +101,22 @@ func TestSchemaSpeculation(t *testing.T) {
 		}
 		schemaDrafted += u.SchemaDrafted
 		accepted += u.AcceptedDrafts
+		// Without speculation, "jump_forward": false is masked decoding too.
+		b, _ = json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 48, "temperature": 0, "speculate": false,
+			"response_format": map[string]any{"type": "json_schema", "jump_forward": false, "json_schema": map[string]any{"name": "ticket", "schema": json.RawMessage(schema)}}})
+		resp, err = http.Post(ts.url+"/v1/completions", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var masked completionResponse
+		err = json.NewDecoder(resp.Body).Decode(&masked)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d: %v", resp.StatusCode, err)
+		}
+		if masked.Choices[0].Text != want.Text || masked.Usage.JumpedTokens != 0 || masked.Usage.DraftedTokens != 0 || masked.Usage.DecodeSteps != len(want.IDs)-1 {
+			t.Errorf(`request %d, "jump_forward": false: %q, usage %+v; masked decoding %q`, i, masked.Choices[0].Text, *masked.Usage, want.Text)
+		}
 	}
 	if schemaDrafted == 0 {
 		t.Error("no schema draft over three schema requests")

@@ -26,6 +26,7 @@ ap.add_argument("kind", choices=["extraction", "code-edit", "free"])
 ap.add_argument("n", type=int)
 ap.add_argument("streams", type=int)
 ap.add_argument("--schema", action="store_true")
+ap.add_argument("--no-jump-forward", action="store_true", help="with --schema: response_format.jump_forward false (masked decoding)")
 ap.add_argument("--label", default="")
 ap.add_argument("--ref")
 ap.add_argument("--save")
@@ -94,6 +95,8 @@ def ask(p):
     body = {"messages": [{"role": "user", "content": p}], "max_tokens": args.max_tokens, "temperature": 0}
     if args.schema:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "receipt", "schema": SCHEMA, "strict": True}}
+        if args.no_jump_forward:
+            body["response_format"]["jump_forward"] = False
     req = urllib.request.Request(args.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
     with urllib.request.urlopen(req) as r:
         res = json.load(r)
@@ -110,7 +113,7 @@ with cf.ThreadPoolExecutor(args.streams) as ex:
     rs = list(ex.map(ask, prompts))
 wall = time.perf_counter() - t0
 toks = sum(r["tokens"] for r in rs)
-row = {"label": args.label, "kind": args.kind, "schema": args.schema, "streams": args.streams, "requests": len(rs),
+row = {"label": args.label, "kind": args.kind, "schema": "no-jump" if args.no_jump_forward else args.schema, "streams": args.streams, "requests": len(rs),
        "output_tok_s": round(toks / wall, 2), "tokens_per_request": round(toks / len(rs), 1),
        "drafted": sum(r["drafted"] for r in rs), "accepted": sum(r["accepted"] for r in rs)}
 if all(r["decode_steps"] is not None for r in rs):
