@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -42,22 +43,37 @@ func kquantInput(rows, cols int) []float32 {
 // scripts/bench-llamacpp.sh builds it). Skips when there is none.
 func ggmlQuantizer(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("TOKENWISE_LLAMA_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", ".cache", "llama.cpp")
+	// ggml's quantizer: libggml-base from a llama.cpp build (TOKENWISE_LLAMA_DIR) or, by
+	// default, the shared library node-llama-cpp ships prebuilt among the references.
+	var link []string
+	if dir := os.Getenv("TOKENWISE_LLAMA_DIR"); dir != "" {
+		link = []string{filepath.Join(dir, "build", "ggml", "src", "libggml-base.a"), "-lm", "-lpthread", "-fopenmp", "-lstdc++"}
+	} else {
+		refs := os.Getenv("TOKENWISE_REFS")
+		if refs == "" {
+			refs = filepath.Join("..", ".cache", "refs")
+		}
+		bins, err := filepath.Abs(filepath.Join(refs, "node_modules", "@node-llama-cpp", runtime.GOOS+"-x64", "bins", runtime.GOOS+"-x64"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		link = []string{filepath.Join(bins, "libggml-base.so"), "-Wl,-rpath," + bins}
 	}
-	lib := filepath.Join(dir, "build", "ggml", "src", "libggml-base.a")
-	if _, err := os.Stat(lib); err != nil {
-		msg := "no llama.cpp build at " + dir + " (set TOKENWISE_LLAMA_DIR; scripts/bench-llamacpp.sh builds one)"
-		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" {
+	if _, err := os.Stat(link[0]); err != nil || runtime.GOARCH != "amd64" {
+		msg := "no ggml library at " + link[0] + " (run scripts/setup-refs.sh, or set TOKENWISE_LLAMA_DIR to a llama.cpp build)"
+		if os.Getenv("TOKENWISE_REQUIRE_REFS") == "1" && runtime.GOARCH == "amd64" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
+	// ggml.h's two declarations the harness needs (the prebuilt library comes without its
+	// headers); enum ggml_type is an int.
 	src := filepath.Join(t.TempDir(), "q.c")
-	if err := os.WriteFile(src, []byte(`#include <stdio.h>
+	if err := os.WriteFile(src, []byte(`#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include "ggml.h"
+size_t ggml_row_size(int type, int64_t ne);
+size_t ggml_quantize_chunk(int type, const float *src, void *dst, int64_t start, int64_t nrows, int64_t n_per_row, const float *imatrix);
 int main(int argc, char **argv) {
 	int type = atoi(argv[1]); long npr = atol(argv[2]);
 	FILE *f = fopen(argv[3], "rb"); fseek(f, 0, SEEK_END); long n = ftell(f) / 4; fseek(f, 0, SEEK_SET);
@@ -70,8 +86,11 @@ int main(int argc, char **argv) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Fatalf("no C compiler (cc) to build the ggml quantizer harness: install gcc")
+	}
 	bin := filepath.Join(t.TempDir(), "q")
-	cmd := exec.Command("cc", "-O2", "-I", filepath.Join(dir, "ggml", "include"), src, lib, "-lm", "-lpthread", "-fopenmp", "-lstdc++", "-o", bin)
+	cmd := exec.Command("cc", append([]string{"-O2", src}, append(link, "-o", bin)...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the ggml quantizer harness: %v\n%s", err, out)
 	}
