@@ -56,31 +56,8 @@ func TestRoute(t *testing.T) {
 //
 //	go test ./model -run '^$' -bench MoEExperts -count 3
 func BenchmarkMoEExperts(b *testing.B) {
-	js := `{"model_type":"qwen3_moe","vocab_size":64,"hidden_size":1024,"intermediate_size":64,"num_hidden_layers":1,
-		"num_attention_heads":8,"num_key_value_heads":8,"max_position_embeddings":128,"num_experts":64,"num_experts_per_tok":8,
-		"moe_intermediate_size":256,"norm_topk_prob":true}`
-	cfg, err := ParseConfig([]byte(js))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws, err := RandomWeights(cfg, 1, tensor.BF16)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := build(cfg, newMemSource(ws), hfNames, false, Options{Threads: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	l := m.layers[0].(*moeBlock)
 	const n = 64
-	d := cfg.HiddenSize
-	in := make([]float32, n*d)
-	for i := range in {
-		in[i] = float32(math.Sin(float64(i)))
-	}
-	r := &run{m: m}
-	r.mlpOut = make([]float32, n*d)
+	l, r, in, d := moeBenchLayer(b, 1, n)
 	b.Run("grouped", func(b *testing.B) {
 		for b.Loop() {
 			r.n = n
@@ -107,31 +84,8 @@ func BenchmarkMoEExperts(b *testing.B) {
 //
 //	go test ./model -run '^$' -bench MoEBatchedDecode -count 3
 func BenchmarkMoEBatchedDecode(b *testing.B) {
-	js := `{"model_type":"qwen3_moe","vocab_size":64,"hidden_size":1024,"intermediate_size":64,"num_hidden_layers":1,
-		"num_attention_heads":8,"num_key_value_heads":8,"max_position_embeddings":128,"num_experts":64,"num_experts_per_tok":8,
-		"moe_intermediate_size":256,"norm_topk_prob":true}`
-	cfg, err := ParseConfig([]byte(js))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws, err := RandomWeights(cfg, 1, tensor.BF16)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := build(cfg, newMemSource(ws), hfNames, false, Options{Threads: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	l := m.layers[0].(*moeBlock)
 	const n = 8
-	d := cfg.HiddenSize
-	in := make([]float32, n*d)
-	for i := range in {
-		in[i] = float32(math.Sin(float64(i)))
-	}
-	r := &run{m: m}
-	r.mlpOut = make([]float32, n*d)
+	l, r, in, d := moeBenchLayer(b, 2, n)
 	prev := soloSlots
 	defer func() { soloSlots = prev }()
 	for _, c := range []struct {
@@ -204,4 +158,33 @@ func TestFusedExpertLayout(t *testing.T) {
 		}
 		f.Close()
 	}
+}
+
+// moeBenchLayer builds the benchmarks' mixture-of-experts layer (64 experts of 1024×256, 8
+// per token, bf16) on threads, with a run and n tokens of input for it; d is the hidden size.
+func moeBenchLayer(b *testing.B, threads, n int) (l *moeBlock, r *run, in []float32, d int) {
+	js := `{"model_type":"qwen3_moe","vocab_size":64,"hidden_size":1024,"intermediate_size":64,"num_hidden_layers":1,
+		"num_attention_heads":8,"num_key_value_heads":8,"max_position_embeddings":128,"num_experts":64,"num_experts_per_tok":8,
+		"moe_intermediate_size":256,"norm_topk_prob":true}`
+	cfg, err := ParseConfig([]byte(js))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := RandomWeights(cfg, 1, tensor.BF16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := build(cfg, newMemSource(ws), hfNames, false, Options{Threads: threads})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	d = cfg.HiddenSize
+	in = make([]float32, n*d)
+	for i := range in {
+		in[i] = float32(math.Sin(float64(i)))
+	}
+	r = &run{m: m}
+	r.mlpOut = make([]float32, n*d)
+	return m.layers[0].(*moeBlock), r, in, d
 }

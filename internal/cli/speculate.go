@@ -61,8 +61,7 @@ func verifyBoundOn(name, why, modelPath, kvDType string, threads, maxLen int) (i
 	if name == "" || modelPath == "" {
 		return 0, "drafts bounded by measured step costs only: " + why
 	}
-	kvName := map[string]string{"f16": "f16"}[kvDType]
-	s, hw, dt, kv, err := costInputs("serve", modelPath, name, "", kvName)
+	s, hw, dt, kv, err := costInputs("serve", modelPath, name, "", kvDType) // serve's --kv-cache-dtype: f32 or f16
 	if err != nil {
 		return 0, "drafts bounded by measured step costs only: " + err.Error()
 	}
