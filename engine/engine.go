@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -192,6 +193,9 @@ type EngineConfig struct {
 	// what decoding it would, and rejected ones are lost work, so the caller sets this from
 	// the ridge and drafts shrink as the batch grows.
 	MaxVerifyTokens int
+	// WholeHead computes every logits row over the whole vocabulary, even where a grammar
+	// allows a few tokens (see Engine.allowedRows): the same tokens, to measure the saving.
+	WholeHead bool
 }
 
 // Engine runs sequences in continuous batches over one paged KV cache.
@@ -206,6 +210,7 @@ type Engine struct {
 	// maxVerify is EngineConfig.MaxVerifyTokens.
 	maxVerify int
 	costs     *stepCosts
+	wholeHead bool
 
 	// BeforeStep, if set, is called with each step before it runs. Tests hold a step with
 	// it (a request timeout, a full queue) instead of relying on the machine's speed.
@@ -229,7 +234,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	return &Engine{m: cfg.Model, tok: cfg.Tokenizer, pc: pc, sch: sch, seqs: map[sched.SeqID]*seqState{},
 		eos:       StopIDs(cfg.Model, cfg.Tokenizer),
 		vocab:     min(cfg.Model.Config().VocabSize, cfg.Tokenizer.VocabSize()),
-		maxVerify: cfg.MaxVerifyTokens, costs: costsOf(cfg.Model)}, nil
+		maxVerify: cfg.MaxVerifyTokens, costs: costsOf(cfg.Model), wholeHead: cfg.WholeHead}, nil
 }
 
 // Close gives the cache memory back to the model for the next engine (a loop of
@@ -272,6 +277,7 @@ type seqState struct {
 	st             Stats
 	finished       bool
 	matcher        *grammar.Matcher // Request.Grammar's parse
+	allowed        [][]int32        // allowedRows' lists, reused
 }
 
 // Add queues a request. Errors are the request's fault (an empty prompt, ids outside the
@@ -403,6 +409,9 @@ func (e *Engine) Step() (StepReport, error) {
 			for o := n - 1 - w.Draft; o < n; o++ {
 				chunks[i].LogitsAt = append(chunks[i].LogitsAt, o)
 			}
+		}
+		if s := e.seqs[w.Seq]; s != nil && w.Sample && s.matcher != nil && !e.wholeHead {
+			chunks[i].Allowed = s.allowedRows(w.Tokens[len(w.Tokens)-w.Draft:], e.vocab)
 		}
 	}
 	logits, err := e.forward(chunks)
@@ -552,6 +561,75 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 		outs = append(outs, out)
 	}
 	return outs, nil
+}
+
+// allowedRows returns, for each logits row of the sequence's next pass (after its last
+// token, then after each draft), the tokens the grammar allows there when they are few
+// (nil where many are, or the drafts leave the grammar): the LM head then computes only those
+// rows (model.Chunk.Allowed). Nothing else can be sampled there — the mask sets every other
+// logit to -Inf — and each computed logit has the bits the whole product gives it, so the
+// output is the same token for token. On a CPU the head is a large share of a small model's
+// step (SmolLM2-135M: 28M of its 135M weights), and JSON's punctuation, keys and enums leave
+// a handful of tokens.
+//
+// The mask after the last token is the one sampling uses (the matcher keeps it); the masks
+// after drafts are computed on a copy of the parse, and again by the matcher after it
+// accepts them, a cost a mask fill is small beside (a row of the head per position).
+func (s *seqState) allowedRows(drafts []int, vocab int) [][]int32 {
+	rows := s.allowed[:0]
+	mt := s.matcher
+	some := false
+	for j := 0; j <= len(drafts); j++ {
+		if j > 0 {
+			if j == 1 {
+				mt = s.matcher.Clone()
+			}
+			if mt.Accept(drafts[j-1]) != nil || mt.Ended() {
+				for ; j <= len(drafts); j++ {
+					rows = append(rows, nil)
+				}
+				break
+			}
+		}
+		var ids []int32
+		if j < cap(rows) {
+			ids = rows[:j+1][j][:0]
+		}
+		ids, ok := fewAllowed(mt.Mask(), vocab, ids)
+		if !ok {
+			ids = nil
+		}
+		some = some || ids != nil
+		rows = append(rows, ids)
+	}
+	s.allowed = rows
+	if !some {
+		return nil
+	}
+	return rows
+}
+
+// fewAllowed lists the ids below vocab whose bit is set in mask into ids, and reports false
+// when there are more than vocab/8: from there the head's whole product costs about as much
+// as the rows the list picks (four-row groups, one product per row).
+func fewAllowed(mask []uint64, vocab int, ids []int32) ([]int32, bool) {
+	limit, n := vocab/8, 0
+	for _, w := range mask {
+		if n += bits.OnesCount64(w); n > limit {
+			return ids, false
+		}
+	}
+	ids = ids[:0]
+	for wi, w := range mask {
+		for w != 0 {
+			b := bits.TrailingZeros64(w)
+			if id := wi*64 + b; id < vocab {
+				ids = append(ids, int32(id))
+			}
+			w &= w - 1
+		}
+	}
+	return ids, true
 }
 
 // drafting reports whether the sequence proposes drafts.

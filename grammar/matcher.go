@@ -223,6 +223,7 @@ func (m *Matcher) Clone() *Matcher {
 	c.stacks = slices.Clone(m.stacks)
 	c.eos = slices.Clone(m.eos)
 	c.mask = make([]uint64, len(m.mask))
+	c.masked = false // the copy's mask is computed afresh
 	return &c
 }
 

@@ -21,6 +21,8 @@ type Scratch struct {
 	act  qact      // activations quantized for block-quantized weights, shared by the workers
 	actK qactK     // the same for k-quant weights (Q8_K)
 	xr   []float32 // activations rounded to f16/bf16
+	// groups are MatVecSubset's four-row groups.
+	groups []int32
 }
 
 // NewScratch makes scratch space for a pool of the given size.

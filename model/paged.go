@@ -100,6 +100,12 @@ type Chunk struct {
 	// speculative step and the one before them.
 	Logits   bool
 	LogitsAt []int
+	// Allowed, when set, holds one entry per logits row the chunk asks for (in the order
+	// the rows come back): nil for the whole vocabulary, else the token ids (ascending)
+	// whose logits that row needs, the others coming back as -Inf. A grammar that allows a
+	// few tokens at a position says so, and the LM head computes only those rows (each with
+	// the bits the whole product gives it: kernels.MatVecSubset).
+	Allowed [][]int32
 	// Prompt is the length of the sequence's prompt (0: not given). With it, in the
 	// batch-invariant mode (kernels.BatchInvariant), how each token's attention is computed
 	// over an f16 cache depends on its position and Prompt alone, not on how the sequence's
@@ -142,6 +148,22 @@ func (c *PagedCache) Forward(chunks []Chunk) ([][]float32, error) {
 				return nil, fmt.Errorf("paged forward: chunk %d: logits at offset %d: want ascending offsets into its %d tokens", i, o, len(ch.Tokens))
 			}
 		}
+		if ch.Allowed != nil {
+			want := len(ch.LogitsAt)
+			if ch.Logits && (want == 0 || ch.LogitsAt[want-1] != len(ch.Tokens)-1) {
+				want++
+			}
+			if len(ch.Allowed) != want {
+				return nil, fmt.Errorf("paged forward: chunk %d: %d allowed-token lists for %d logits rows", i, len(ch.Allowed), want)
+			}
+			for j, ids := range ch.Allowed {
+				for k, id := range ids {
+					if id < 0 || int(id) >= cfg.VocabSize || (k > 0 && id <= ids[k-1]) {
+						return nil, fmt.Errorf("paged forward: chunk %d: logits row %d: allowed token %d: want ascending ids inside the vocabulary (%d)", i, j, id, cfg.VocabSize)
+					}
+				}
+			}
+		}
 		n += len(ch.Tokens)
 	}
 	if n == 0 {
@@ -153,7 +175,7 @@ func (c *PagedCache) Forward(chunks []Chunk) ([][]float32, error) {
 	c.chunks = c.chunks[:0]
 	for _, ch := range chunks {
 		c.chunks = append(c.chunks, passChunk{tokens: ch.Tokens, start: ch.Start,
-			kv: kvView{store: &c.kv, blocks: ch.Blocks, bs: c.blockSize}, at: ch.LogitsAt, last: ch.Logits, prompt: ch.Prompt})
+			kv: kvView{store: &c.kv, blocks: ch.Blocks, bs: c.blockSize}, at: ch.LogitsAt, last: ch.Logits, prompt: ch.Prompt, allowed: ch.Allowed})
 	}
 	r := &c.run
 	m.pass(r, c.chunks)

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"math"
+
 	"github.com/tokenwise/tokenwise/kernels"
 )
 
@@ -51,6 +53,8 @@ type passChunk struct {
 	at     []int
 	last   bool
 	prompt int // the sequence's prompt length, or 0 (Chunk.Prompt)
+	// allowed: per logits row, nil or the only token ids it needs (Chunk.Allowed).
+	allowed [][]int32
 }
 
 // logitRows calls f with the offset of each token of ch whose logits the pass computes.
@@ -94,6 +98,8 @@ type run struct {
 	rowsKey                    []rowsKey   // per worker, what rows holds
 
 	headIn, logits []float32 // final-normed rows that want logits, and their logits
+	sparse         []sparseRow
+	denseIn, dense []float32 // the whole-vocabulary rows beside sparse ones, packed
 
 	moe moeScratch // a mixture of experts' routing (moe.go)
 }
@@ -162,12 +168,87 @@ func (m *Model) logits(r *run, dst []float32) []float32 {
 		out = r.logits
 	}
 	out = out[:rows*c.VocabSize]
-	if rows == 1 {
-		kernels.MatVec(m.pool, out, &m.head, r.headIn, m.scratch)
-	} else {
+	// Rows that need only a few tokens' logits (a grammar's mask) are computed apart, row by
+	// row; the others in one product as before.
+	sparse := r.sparse[:0]
+	row = 0
+	for i := range r.chunks {
+		ch := &r.chunks[i]
+		for j := range ch.numLogits() {
+			if ch.allowed != nil && ch.allowed[j] != nil {
+				sparse = append(sparse, sparseRow{row: row, ids: ch.allowed[j]})
+			}
+			row++
+		}
+	}
+	r.sparse = sparse
+	if len(sparse) > 0 && rows > 1 && !kernels.BatchInvariant() {
+		// Outside the batch-invariant mode a float row's bits depend on whether it is
+		// multiplied alone or with others: keep the one product, and mask afterwards.
 		kernels.MatMul(m.pool, out, &m.head, r.headIn, rows, m.scratch)
+		for _, sr := range sparse {
+			maskOutside(out[sr.row*c.VocabSize:(sr.row+1)*c.VocabSize], sr.ids)
+		}
+		return out
+	}
+	if len(sparse) == 0 {
+		if rows == 1 {
+			kernels.MatVec(m.pool, out, &m.head, r.headIn, m.scratch)
+		} else {
+			kernels.MatMul(m.pool, out, &m.head, r.headIn, rows, m.scratch)
+		}
+		return out
+	}
+	for _, sr := range sparse {
+		kernels.MatVecSubset(m.pool, out[sr.row*c.VocabSize:(sr.row+1)*c.VocabSize], &m.head, r.headIn[sr.row*d:(sr.row+1)*d], sr.ids, m.scratch)
+	}
+	if full := rows - len(sparse); full > 0 {
+		// The whole-vocabulary rows, packed, through one product, then into their places.
+		r.denseIn, r.dense = grow(r.denseIn, full*d), grow(r.dense, full*c.VocabSize)
+		k, si := 0, 0
+		for row := range rows {
+			if si < len(sparse) && sparse[si].row == row {
+				si++
+				continue
+			}
+			copy(r.denseIn[k*d:(k+1)*d], r.headIn[row*d:(row+1)*d])
+			k++
+		}
+		if full == 1 {
+			kernels.MatVec(m.pool, r.dense, &m.head, r.denseIn, m.scratch)
+		} else {
+			kernels.MatMul(m.pool, r.dense, &m.head, r.denseIn, full, m.scratch)
+		}
+		k, si = 0, 0
+		for row := range rows {
+			if si < len(sparse) && sparse[si].row == row {
+				si++
+				continue
+			}
+			copy(out[row*c.VocabSize:(row+1)*c.VocabSize], r.dense[k*c.VocabSize:(k+1)*c.VocabSize])
+			k++
+		}
 	}
 	return out
+}
+
+// maskOutside sets every entry of row but those at ids (ascending) to -Inf.
+func maskOutside(row []float32, ids []int32) {
+	inf := float32(math.Inf(-1))
+	k := 0
+	for i := range row {
+		if k < len(ids) && int(ids[k]) == i {
+			k++
+			continue
+		}
+		row[i] = inf
+	}
+}
+
+// sparseRow is a logits row the LM head computes for a few tokens only.
+type sparseRow struct {
+	row int
+	ids []int32
 }
 
 // start sizes the pass's buffers and computes each token's position and rotation.
@@ -214,6 +295,8 @@ func (r *run) forget() {
 		r.chunks[i] = passChunk{}
 	}
 	r.chunks = r.chunks[:0]
+	clear(r.sparse) // the allowed ids are the caller's
+	r.sparse = r.sparse[:0]
 }
 
 // workers sizes the per-worker attention scratch for contexts of up to ctx positions.

@@ -44,7 +44,7 @@ func TestVerifyPassEqualsDecode(t *testing.T) {
 
 func verifyEqualsDecode(t *testing.T, m *Model) {
 	const bs = 4
-	pc, err := m.NewPagedCache(96, bs)
+	pc, err := m.NewPagedCache(160, bs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +73,18 @@ func verifyEqualsDecode(t *testing.T, m *Model) {
 		want = append(want, slices.Clone(out[0]))
 	}
 	// Verify: the same prompt, then all drafts in one chunk with the logits after each,
-	// once alone and once beside another sequence's prefill chunk and a decode token.
-	for _, batched := range []bool{false, true} {
+	// once alone and once beside another sequence's prefill chunk and a decode token; then
+	// batched with a grammar's allowed tokens on some rows (the LM head computes only those:
+	// they keep their bits, the rest are -Inf), the others whole.
+	vocab := m.Config().VocabSize
+	allowed := make([][]int32, len(drafts))
+	for i := range allowed {
+		if i%2 == 1 {
+			allowed[i] = []int32{0, int32(i), int32(vocab/2 + i), int32(vocab - 1)}
+		}
+	}
+	for _, mode := range []string{"alone", "batched", "allowed"} {
+		batched := mode != "alone"
 		ver := blocks(len(prompt) + len(drafts))
 		if _, err := pc.Forward([]Chunk{{Tokens: prompt, Blocks: ver, Logits: true, Prompt: len(prompt)}}); err != nil {
 			t.Fatal(err)
@@ -84,6 +94,9 @@ func verifyEqualsDecode(t *testing.T, m *Model) {
 			at[i] = i
 		}
 		chunks := []Chunk{{Tokens: drafts, Start: len(prompt), Blocks: ver, LogitsAt: at, Prompt: len(prompt)}}
+		if mode == "allowed" {
+			chunks[0].Allowed = allowed
+		}
 		if batched {
 			other := blocks(40)
 			if _, err := pc.Forward([]Chunk{{Tokens: longPrompt(20), Blocks: other, Prompt: 20}}); err != nil {
@@ -100,15 +113,20 @@ func verifyEqualsDecode(t *testing.T, m *Model) {
 		if batched {
 			got = out[1]
 		}
-		vocab := m.Config().VocabSize
 		if len(got) != len(drafts)*vocab {
 			t.Fatalf("verify pass: %d logits, want %d rows of %d", len(got), len(drafts), vocab)
 		}
 		for i := range drafts {
 			row := got[i*vocab : (i+1)*vocab]
 			for j := range row {
+				if mode == "allowed" && allowed[i] != nil && !slices.Contains(allowed[i], int32(j)) {
+					if !math.IsInf(float64(row[j]), -1) {
+						t.Fatalf("%s: after draft %d, logit %d not allowed: %v, want -Inf", mode, i, j, row[j])
+					}
+					continue
+				}
 				if math.Float32bits(row[j]) != math.Float32bits(want[i][j]) {
-					t.Fatalf("batched=%v: after draft %d, logit %d: verify pass %v, decode pass %v", batched, i, j, row[j], want[i][j])
+					t.Fatalf("%s: after draft %d, logit %d: verify pass %v, decode pass %v", mode, i, j, row[j], want[i][j])
 				}
 			}
 		}
