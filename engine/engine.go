@@ -158,6 +158,10 @@ type Stats struct {
 	JumpedTokens          int           // forced tokens appended without sampling (jump-forward)
 	MaskTime              time.Duration // computing the grammar's masks
 	Masks                 int
+	// HeadRows counts the logits rows the sequence's steps computed, and FewHeadRows those
+	// of them computed over the grammar's few allowed tokens only (Chunk.Allowed): the LM
+	// head's share of the work a grammar saved.
+	HeadRows, FewHeadRows int
 }
 
 // Finish ends a sequence.
@@ -410,8 +414,16 @@ func (e *Engine) Step() (StepReport, error) {
 				chunks[i].LogitsAt = append(chunks[i].LogitsAt, o)
 			}
 		}
-		if s := e.seqs[w.Seq]; s != nil && w.Sample && s.matcher != nil && !e.wholeHead {
-			chunks[i].Allowed = s.allowedRows(w.Tokens[len(w.Tokens)-w.Draft:], e.vocab)
+		if s := e.seqs[w.Seq]; s != nil && w.Sample {
+			s.st.HeadRows += w.Draft + 1
+			if s.matcher != nil && !e.wholeHead {
+				chunks[i].Allowed = s.allowedRows(w.Tokens[len(w.Tokens)-w.Draft:], e.vocab)
+				for _, ids := range chunks[i].Allowed {
+					if ids != nil {
+						s.st.FewHeadRows++
+					}
+				}
+			}
 		}
 	}
 	logits, err := e.forward(chunks)

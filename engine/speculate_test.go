@@ -50,12 +50,18 @@ type specRun struct {
 // request order.
 func runBatch(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, streams int, reqs []Request) []specRun {
 	t.Helper()
+	return runBatchHead(t, m, tok, streams, reqs, false)
+}
+
+// runBatchHead is runBatch with EngineConfig.WholeHead.
+func runBatchHead(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, streams int, reqs []Request, whole bool) []specRun {
+	t.Helper()
 	maxLen := 0
 	for _, r := range reqs {
 		maxLen = max(maxLen, len(r.Prompt)+r.MaxTokens)
 	}
 	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: streams*(maxLen/16+2) + 8, BlockSize: 16,
-		Sched: sched.Config{MaxSeqs: streams, MaxBatchedTokens: 256, MaxWaiting: len(reqs), MaxModelLen: maxLen}})
+		Sched: sched.Config{MaxSeqs: streams, MaxBatchedTokens: 256, MaxWaiting: len(reqs), MaxModelLen: maxLen}, WholeHead: whole})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +237,55 @@ func TestSchemaDraftsKeepTokenization(t *testing.T) {
 			}
 			if saved <= 0 {
 				t.Errorf("schema drafts saved %d decode steps over %d schemas", saved, len(boundedSchemas))
+			}
+		})
+	}
+}
+
+// TestFewHeadRowsKeepOutput: where the grammar allows few tokens the LM head computes only
+// theirs, and the output is the same token for token as with the whole head: masked
+// decoding, jump-forward, schema drafts with prompt lookup, and seeded sampling
+// (temperature 0.9, top-p 0.95), 4 streams, on random Llama-3 and Qwen3 checkpoints.
+func TestFewHeadRowsKeepOutput(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		load func(*testing.T) (*model.Model, *tokenizer.Tokenizer)
+	}{{"llama3", synthModel}, {"qwen3", synthQwen3}} {
+		t.Run(c.name, func(t *testing.T) {
+			m, tok := c.load(t)
+			defer m.Close()
+			gs := NewGrammars(tok, 0)
+			var reqs []Request
+			for i, sc := range boundedSchemas {
+				tab, err := gs.Compile(grammar.Spec{JSONSchema: []byte(sc)}, grammar.Options{Whitespace: grammar.Spaced})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := tok.Encode(fmt.Sprintf("Answer %d in JSON:", i), false)
+				base := Request{Prompt: p, MaxTokens: 60, Grammar: tab}
+				masked, jump, drafts, sampled := base, base, base, base
+				masked.NoJumpForward = true
+				drafts.SchemaDrafts, drafts.Proposer, drafts.MaxDraft, drafts.FixedDraft = true, spec.PromptLookup{}, 6, true
+				sampled.Sampler = SamplerParams{Temperature: 0.9, TopP: 0.95, Seed: uint64(i + 1), RepeatPenalty: 1.1, FrequencyPenalty: 0.2}
+				reqs = append(reqs, masked, jump, drafts, sampled)
+			}
+			for i := range reqs {
+				reqs[i].ID = sched.SeqID(i + 1)
+			}
+			want, got := runBatchHead(t, m, tok, 4, reqs, true), runBatchHead(t, m, tok, 4, reqs, false)
+			few, rows := 0, 0
+			for i := range want {
+				if !slices.Equal(got[i].ids, want[i].ids) || got[i].text != want[i].text {
+					t.Fatalf("request %d: with few head rows %v\nwhole head %v", i, got[i].ids, want[i].ids)
+				}
+				if want[i].st.FewHeadRows != 0 {
+					t.Errorf("request %d: WholeHead, yet %d rows over few tokens", i, want[i].st.FewHeadRows)
+				}
+				few, rows = few+got[i].st.FewHeadRows, rows+got[i].st.HeadRows
+			}
+			t.Logf("%d of %d logits rows over few tokens", few, rows)
+			if few == 0 || few == rows {
+				t.Errorf("%d of %d logits rows over few tokens: the test compared nothing", few, rows)
 			}
 		})
 	}
