@@ -42,6 +42,8 @@ type Options struct {
 	// forced text unless NoJumpForward (Request.Grammar).
 	Grammar       *grammar.Table
 	NoJumpForward bool
+	// WholeHead computes every logits row over the whole vocabulary (EngineConfig.WholeHead).
+	WholeHead bool
 	// SchemaDrafts drafts the grammar's forced text for verification instead of jumping
 	// over it (Request.SchemaDrafts): the output is NoJumpForward's, in fewer passes.
 	SchemaDrafts bool
@@ -94,6 +96,10 @@ type Timing struct {
 	JumpedTokens int `json:"jumped_tokens,omitempty"`
 	// MaskMs is the time spent computing grammar masks (Options.Grammar), part of decode.
 	MaskMs float64 `json:"mask_ms,omitempty"`
+	// HeadRows logits rows were computed, FewHeadRows of them over the grammar's few allowed
+	// tokens only (Stats.FewHeadRows).
+	HeadRows    int `json:"head_rows,omitempty"`
+	FewHeadRows int `json:"few_head_rows,omitempty"`
 }
 
 // TokenLogprobs is one generated token's logprob and its top alternatives.
@@ -155,7 +161,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 	const blockSize = 16
 	need := len(promptIDs) + maxNew
 	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: (need + blockSize - 1) / blockSize, BlockSize: blockSize,
-		Sched: sched.Config{MaxSeqs: 1, MaxBatchedTokens: prefillChunk, MaxWaiting: 1, MaxModelLen: need}})
+		Sched: sched.Config{MaxSeqs: 1, MaxBatchedTokens: prefillChunk, MaxWaiting: 1, MaxModelLen: need}, WholeHead: opts.WholeHead})
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
@@ -190,6 +196,7 @@ func Generate(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, pro
 		t.DraftedAt, t.AcceptedAt = st.DraftedAt, st.AcceptedAt
 		t.ForcedTokens, t.JumpedTokens = st.ForcedTokens, st.JumpedTokens
 		t.MaskMs = ms(st.MaskTime)
+		t.HeadRows, t.FewHeadRows = st.HeadRows, st.FewHeadRows
 		if t.PrefillMs > 0 {
 			t.PrefillTokS = float64(len(promptIDs)) / (t.PrefillMs / 1000)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tokenwise/tokenwise/engine/spec"
 	"github.com/tokenwise/tokenwise/formats/gguf"
@@ -15,7 +16,7 @@ import (
 	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
-func loadSmolLM2(t *testing.T) (*model.Model, *tokenizer.Tokenizer) {
+func loadSmolLM2(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
 	path := testref.Path(t, "smollm2", "smollm2-135m-instruct-q4_1.gguf")
 	f, err := gguf.Open(path)
@@ -180,5 +181,70 @@ func TestSmolLM2SpeculationLossless(t *testing.T) {
 	t.Logf("decode steps %d -> %d", plainSteps, steps)
 	if kept == 0 || schemaKept == 0 || steps >= plainSteps {
 		t.Errorf("%d drafts kept, %d of the schema's, decode steps %d -> %d: speculation saved nothing here", kept, schemaKept, plainSteps, steps)
+	}
+}
+
+// BenchmarkFewHeadRows measures what computing the LM head over the grammar's allowed
+// tokens only saves on SmolLM2-135M-Instruct: the five JSON tasks under their schema (spaced
+// output), masked decoding and schema drafts, each with the whole head and with the allowed
+// rows, alternating within every iteration so that a busy machine slows both alike. It
+// reports decode milliseconds per output token (the ids are the same: TestFewHeadRowsKeepOutput).
+//
+//	go test ./engine -run '^$' -bench FewHeadRows -benchtime 3x
+func BenchmarkFewHeadRows(b *testing.B) {
+	m, tok := loadSmolLM2(b)
+	tmpl, err := TokenizerTemplate(tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gs := NewGrammars(tok, 0)
+	type job struct {
+		ids []int
+		tab *grammar.Table
+	}
+	var jobs []job
+	for _, task := range smolJSONTasks {
+		ids, _, err := tmpl.ChatPrompt(tok, []Message{{Role: "user", Content: task.prompt}}, ChatOptions{AddGenerationPrompt: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tab, err := gs.Compile(grammar.Spec{JSONSchema: []byte(task.schema)}, grammar.Options{Whitespace: grammar.Pretty})
+		if err != nil {
+			b.Fatal(err)
+		}
+		jobs = append(jobs, job{ids, tab})
+	}
+	modes := []struct {
+		name   string
+		drafts bool
+		whole  bool
+	}{{"masked-whole", false, true}, {"masked-few", false, false}, {"drafts-whole", true, true}, {"drafts-few", true, false}}
+	dec := make([]time.Duration, len(modes))
+	toks := make([]int, len(modes))
+	few := make([]int, len(modes))
+	rows := make([]int, len(modes))
+	mask := make([]float64, len(modes))
+	for b.Loop() {
+		for _, j := range jobs {
+			for i, md := range modes {
+				opts := Options{MaxTokens: 60, Grammar: j.tab, NoJumpForward: !md.drafts, SchemaDrafts: md.drafts, WholeHead: md.whole}
+				r, err := Generate(context.Background(), m, tok, j.ids, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				dec[i] += time.Duration(r.Timing.DecodeMs * float64(time.Millisecond))
+				toks[i] += len(r.IDs)
+				few[i] += r.Timing.FewHeadRows
+				rows[i] += r.Timing.HeadRows
+				mask[i] += r.Timing.MaskMs
+			}
+		}
+	}
+	for i, md := range modes {
+		b.ReportMetric(float64(dec[i].Microseconds())/1e3/float64(toks[i]), md.name+"-ms/token")
+		b.ReportMetric(mask[i]/float64(toks[i]), md.name+"-mask-ms/token")
+		if md.name == "masked-few" {
+			b.ReportMetric(float64(few[i])/float64(rows[i]), "few-rows-share")
+		}
 	}
 }
