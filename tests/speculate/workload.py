@@ -5,7 +5,10 @@ llama-server), greedy chat completions:
               (optionally under its JSON schema: --schema)
   code-edit   a short Python function and one change to make; the answer is the function again
   free        open-ended writing, where nothing in the prompt or earlier output predicts it
-              (the case where speculation must not cost)
+              (the case where speculation must not cost; SmolLM2-135M repeats itself, though)
+  sampled     the free prompts sampled at temperature 1 with a seed per request: text no
+              lookup predicts, the no-match case (answers are not compared: drafts keep the
+              distribution, not the seeded draws)
 
 Usage: workload.py URL KIND N STREAMS [--schema] [--label L] [--ref FILE]
 Prints one JSON line: output tokens/s over the run (all streams), decode steps (forward
@@ -22,7 +25,7 @@ import urllib.request
 
 ap = argparse.ArgumentParser()
 ap.add_argument("url")
-ap.add_argument("kind", choices=["extraction", "code-edit", "free"])
+ap.add_argument("kind", choices=["extraction", "code-edit", "free", "sampled"])
 ap.add_argument("n", type=int)
 ap.add_argument("streams", type=int)
 ap.add_argument("--schema", action="store_true")
@@ -91,8 +94,11 @@ if args.prompts_out:
     raise SystemExit
 
 
-def ask(p):
+def ask(ip):
+    i, p = ip
     body = {"messages": [{"role": "user", "content": p}], "max_tokens": args.max_tokens, "temperature": 0}
+    if args.kind == "sampled":
+        body["temperature"], body["seed"] = 1.0, 1000 + i
     if args.schema:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "receipt", "schema": SCHEMA, "strict": True}}
         if args.no_jump_forward:
@@ -102,15 +108,15 @@ def ask(p):
         res = json.load(r)
     u, tm = res.get("usage", {}), res.get("timings", {})  # tokenwise: usage; llama-server: timings
     return {"text": res["choices"][0]["message"]["content"], "tokens": u.get("completion_tokens", tm.get("predicted_n", 0)),
-            "decode_steps": u.get("decode_steps"),
+            "decode_steps": u.get("decode_steps"), "decode_ms": u.get("decode_ms"),
             "drafted": u.get("drafted_tokens", tm.get("draft_n", 0)) or 0,
             "accepted": u.get("accepted_drafts", tm.get("draft_n_accepted", 0)) or 0}
 
 
-ask(prompts[0])  # warm up (the first request also measures the step costs drafting is judged by)
+ask((0, prompts[0]))  # warm up (the first request also measures the step costs drafting is judged by)
 t0 = time.perf_counter()
 with cf.ThreadPoolExecutor(args.streams) as ex:
-    rs = list(ex.map(ask, prompts))
+    rs = list(ex.map(ask, enumerate(prompts)))
 wall = time.perf_counter() - t0
 toks = sum(r["tokens"] for r in rs)
 row = {"label": args.label, "kind": args.kind, "schema": "no-jump" if args.no_jump_forward else args.schema, "streams": args.streams, "requests": len(rs),
@@ -118,6 +124,9 @@ row = {"label": args.label, "kind": args.kind, "schema": "no-jump" if args.no_ju
        "drafted": sum(r["drafted"] for r in rs), "accepted": sum(r["accepted"] for r in rs)}
 if all(r["decode_steps"] is not None for r in rs):
     row["decode_steps_per_token"] = round(sum(r["decode_steps"] for r in rs) / toks, 3)
+if args.streams == 1 and all(r["decode_ms"] for r in rs):
+    # One stream: a request's decode time is the decode phase alone (prefill apart).
+    row["decode_tok_s"] = round(sum(r["tokens"] - 1 for r in rs) / (sum(r["decode_ms"] for r in rs) / 1000), 2)
 if row["drafted"]:
     row["acceptance"] = round(row["accepted"] / row["drafted"], 3)
 if args.ref:
