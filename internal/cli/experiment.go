@@ -123,7 +123,7 @@ Flags given with --quick override its sizes.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Model, "model", "", "the base model: a .gguf file (exported to an HF folder at --dtype) or an HF folder")
 	f.StringVar(&o.Work, "work", "", "work folder: every step's output, logs and the report (a rerun resumes it)")
-	f.BoolVar(&quick, "quick", false, "a tiny run, end to end in minutes (sizes below it's default)")
+	f.BoolVar(&quick, "quick", false, "a tiny run, end to end in minutes: its sizes, except those given as flags")
 	f.IntVar(&o.Train, "train", o.Train, "training records (the first that fit --seq-len)")
 	f.IntVar(&o.HeldOut, "held-out", o.HeldOut, "held-out records evaluated (and at most this many validation records)")
 	f.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the split and of the training order")
