@@ -364,6 +364,10 @@ func goals(a1, a2 Arm) []Goal {
 	d := (a2.Exact - a1.Exact) * 100
 	out = append(out, Goal{What: "field-exact accuracy (all fields), arm 2 − arm 1", Target: ">= -1 point", Measured: d, Met: d >= -1,
 		Note: fmt.Sprintf("%.1f%% vs %.1f%% (%d records each)", a2.Exact*100, a1.Exact*100, a1.Prompts)})
+	if a1.Exact == 0 && a2.Exact == 0 {
+		// Equal at nothing right is no evidence of equal accuracy.
+		out[0].Met, out[0].Note = false, out[0].Note+"; neither arm got a record right, so this says nothing"
+	}
 	if a1.OutputTokens > 0 {
 		r := (1 - a2.OutputTokens/a1.OutputTokens) * 100
 		out = append(out, Goal{What: "output tokens, fewer than arm 1", Target: ">= 40%", Measured: r, Met: r >= 40,
