@@ -62,6 +62,7 @@ func newRoot() *cobra.Command {
 		newTrainCmd(),
 		newAdaptCmd(),
 		newDemoCmd(),
+		newExperimentCmd(),
 	)
 	return root
 }
