@@ -58,6 +58,15 @@ type Options struct {
 	// Checkpoint, when set, is called every CheckpointEvery steps and after the last.
 	Checkpoint      func(step int) error
 	CheckpointEvery int
+	// State, when set, is the file Run keeps the trainer state in (state.go): the trainable
+	// float32 weights, the AdamW moments and the step, written (atomically) at every
+	// checkpoint step, whether or not Checkpoint is set.
+	State string
+	// Resume makes Run continue from State: the weights, moments and step it holds, and the
+	// data order replayed to that step, so that the run ends as a run never stopped would
+	// (the same bits, given the same data, options and starting net). Without a State file
+	// Run starts from step 0 (and says so in Log).
+	Resume bool
 }
 
 func (o *Options) defaults() error {
@@ -246,6 +255,14 @@ func (tr *Trainer) Step(seqs []Sequence) (StepStats, error) {
 	if !isFinite(norm) || !isFinite(loss) {
 		return StepStats{}, fmt.Errorf("step %d: loss %g, gradient norm %g: training diverged", tr.step+1, loss, norm)
 	}
+	lr := tr.apply(norm)
+	tr.totalToks += int64(toks)
+	return StepStats{Step: tr.step, Loss: loss, Targets: n, Tokens: toks, LR: lr, GradNorm: norm}, nil
+}
+
+// apply is the AdamW update of the trainable tensors from the gradient (of norm norm, clipped
+// to Opt.Clip); it advances the step and returns the step's learning rate.
+func (tr *Trainer) apply(norm float64) float64 {
 	clip := float32(1)
 	if tr.Opt.Clip > 0 && norm > tr.Opt.Clip {
 		clip = float32(tr.Opt.Clip / norm)
@@ -275,8 +292,7 @@ func (tr *Trainer) Step(seqs []Sequence) (StepStats, error) {
 			}
 		}
 	})
-	tr.totalToks += int64(toks)
-	return StepStats{Step: tr.step, Loss: loss, Targets: n, Tokens: toks, LR: lr, GradNorm: norm}, nil
+	return lr
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
@@ -341,10 +357,35 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 		return nil, err
 	}
 	o := &tr.Opt
+	if o.Resume && o.State == "" {
+		return nil, errors.New("resume: no trainer state file given")
+	}
+	first := 0
+	if o.Resume {
+		switch first, err = tr.loadState(o.State, len(data)); {
+		case errors.Is(err, errNoState):
+			first = 0
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "no trainer state at %s: starting at step 0\n", o.State)
+			}
+		case err != nil:
+			return nil, err
+		case o.Log != nil:
+			fmt.Fprintf(o.Log, "resuming at step %d/%d from %s\n", first, o.Steps, o.State)
+		}
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0xda7a))
 	order := rng.Perm(len(data))
 	pos := 0
 	per := o.Batch * o.Accum
+	// The data order of the steps already done, replayed: the sequences step first draws
+	// are those an unbroken run draws there.
+	for range first * per {
+		if pos == len(order) {
+			order, pos = rng.Perm(len(data)), 0
+		}
+		pos++
+	}
 	var stats []StepStats
 	var winLoss float64
 	var winToks, winSteps int
@@ -353,7 +394,7 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 	if o.StopAt > 0 && o.StopAt < o.Steps {
 		last = o.StopAt
 	}
-	for s := 0; s < last; s++ {
+	for s := first; s < last; s++ {
 		batch := make([]Sequence, 0, per)
 		for len(batch) < per {
 			if pos == len(order) {
@@ -376,9 +417,16 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 				st.Step, o.Steps, winLoss/float64(winSteps), st.LR, st.GradNorm, float64(winToks)/max(el, 1e-9), time.Since(tr.start).Round(time.Second))
 			winLoss, winToks, winSteps, winStart = 0, 0, 0, time.Now()
 		}
-		if o.Checkpoint != nil && ((o.CheckpointEvery > 0 && st.Step%o.CheckpointEvery == 0) || st.Step == last) {
-			if err := o.Checkpoint(st.Step); err != nil {
-				return stats, fmt.Errorf("checkpoint at step %d: %w", st.Step, err)
+		if (o.CheckpointEvery > 0 && st.Step%o.CheckpointEvery == 0) || st.Step == last {
+			if o.Checkpoint != nil {
+				if err := o.Checkpoint(st.Step); err != nil {
+					return stats, fmt.Errorf("checkpoint at step %d: %w", st.Step, err)
+				}
+			}
+			if o.State != "" {
+				if err := tr.saveState(o.State, st.Step, len(data)); err != nil {
+					return stats, fmt.Errorf("checkpoint at step %d: %w", st.Step, err)
+				}
 			}
 		}
 	}
