@@ -11,9 +11,11 @@ import "fmt"
 // kk at a[i·lda+kk] or a[kk·lda+i]), which the kernel takes as arguments. Plain Go
 // (gemmGo) does the rest and everything under ISAGo.
 //
-// Blocking: k is cut into gemmKC-long pieces so that the B panel a piece multiplies (gemmKC
-// rows × 16 columns, 16 KiB) stays in L1 while every row block of the worker's range passes
-// over it; the output is then read and written once per piece (acc after the first). Work is
+// Blocking: k is cut into gemmKC-long pieces; the output is read and written once per piece
+// (acc after the first). Within a piece the smaller operand's loop is the outer one: a B
+// panel (gemmKC rows × 16 columns, 16 KiB) stays in L1 while every row block passes over
+// it, or, when A has more rows than B has columns (a weight matrix times a sequence), a row
+// block of A (6 × gemmKC) stays in L1 while the panels of B pass. Work is
 // split across the pool's workers by row blocks of C, or by 64-column panels when C has too
 // few rows for that: each output element is computed by the same calls in the same order
 // whatever the thread count, so results do not depend on it.
@@ -92,9 +94,19 @@ func gemmTile(r0, r1, c0, c1, k int, a []float32, ars, aks int, b []float32, ldb
 	for k0 := 0; k0 < k; k0 += gemmKC {
 		kn := min(gemmKC, k-k0)
 		fresh := !acc && k0 == 0
-		for j := c0; j < c16; j += 16 {
+		if r1-r0 > c1-c0 {
+			// A's piece is the larger: each row block's (6×gemmKC, in L1) meets every panel
+			// of B's piece (from L2), and A streams from memory once.
 			for i := r0; i < r1; i += gemmTileRows {
-				asmGemmTile(min(gemmTileRows, r1-i), c[i*ldc+j:], ldc, a[i*ars+k0*aks:], ars, aks, b[k0*ldb+j:], ldb, kn, fresh)
+				for j := c0; j < c16; j += 16 {
+					asmGemmTile(min(gemmTileRows, r1-i), c[i*ldc+j:], ldc, a[i*ars+k0*aks:], ars, aks, b[k0*ldb+j:], ldb, kn, fresh)
+				}
+			}
+		} else {
+			for j := c0; j < c16; j += 16 {
+				for i := r0; i < r1; i += gemmTileRows {
+					asmGemmTile(min(gemmTileRows, r1-i), c[i*ldc+j:], ldc, a[i*ars+k0*aks:], ars, aks, b[k0*ldb+j:], ldb, kn, fresh)
+				}
 			}
 		}
 		if c16 < c1 {

@@ -48,6 +48,9 @@ type fastPass struct {
 	// LM head scratch: the chunk's final hidden rows, logits, dH and per-row losses
 	hc, lg, dhc []float32
 	rowLoss     []float64
+	// linear's transposes; per layer, the gate's sigmoid kept for the backward pass
+	xt, yt []float32
+	sig    [][]float32
 	// gradient scratch for frozen norm scales, whose dX the backward pass still needs
 	dwNorm []float32
 }
@@ -61,11 +64,38 @@ func (f *fastPass) par(n int, fn func(lo, hi int)) {
 	f.pool.Run(n, 1024, func(_, lo, hi int) { fn(lo, hi) })
 }
 
-// linear writes out = in·Wᵀ (+ b) for n rows.
-func (f *fastPass) linear(out, in, w, b []float32, n, rows, cols int) {
-	m := kernels.F32Mat(rows, cols, w)
-	kernels.MatMul(f.pool, out[:n*rows], &m, in[:n*cols], n, f.s)
+// linear writes out = in·Wᵀ (+ b) for n rows, as outᵀ = W·inᵀ: GemmNN's broadcast tile
+// with W as A (BenchmarkLinear compares it with kernels.MatMul's dot-product tiles). in is
+// transposed into f.xt first unless tin is set (f.xt already holds inᵀ: q, k and v share
+// one input, as do gate and up). The transposes move n·(rows+cols) floats for
+// n·rows·cols multiply-adds.
+func (f *fastPass) linear(out, in, w, b []float32, n, rows, cols int, tin bool) {
+	f.xt = growF(f.xt, n*cols)
+	f.yt = growF(f.yt, n*rows)
+	if !tin {
+		f.transpose(f.xt, in, n, cols)
+	}
+	kernels.GemmNN(f.pool, rows, n, cols, w, cols, f.xt, n, f.yt, n, false)
+	f.transpose(out, f.yt, rows, n)
 	addBias(out, b, n, rows)
+}
+
+// transpose writes the r×c matrix x as c×r into dst, in 16×16 blocks, the column blocks
+// split over the pool.
+func (f *fastPass) transpose(dst, x []float32, r, c int) {
+	const bs = 16
+	f.pool.Run(c, bs*8, func(_, lo, hi int) {
+		for i0 := 0; i0 < r; i0 += bs {
+			for j0 := lo; j0 < hi; j0 += bs {
+				for i := i0; i < min(r, i0+bs); i++ {
+					row := x[i*c : i*c+c]
+					for j := j0; j < min(hi, j0+bs); j++ {
+						dst[j*r+i] = row[j]
+					}
+				}
+			}
+		}
+	})
 }
 
 func addBias(out, b []float32, n, rows int) {
@@ -123,6 +153,12 @@ func (f *fastPass) reserve(n int) {
 	}
 	f.rowLoss = f.rowLoss[:c]
 	f.dwNorm = growF(f.dwNorm, max(cfg.HiddenSize, hd))
+	if len(f.sig) != cfg.NumLayers {
+		f.sig = make([][]float32, cfg.NumLayers)
+	}
+	for l := range f.sig {
+		f.sig[l] = growF(f.sig[l], n*cfg.IntermediateSize)
+	}
 }
 
 // window returns the first position token t may attend to.
@@ -151,7 +187,9 @@ func (f *fastPass) forward(ids []int) error {
 		return fmt.Errorf("sequence of %d tokens: longer than max_position_embeddings %d", n, cfg.MaxPositions)
 	}
 	a := &f.a
-	a.reset(cfg, n)
+	a.resize(cfg, n, false)
+	clear(a.dx)
+	clear(a.dh)
 	f.reserve(n)
 	d, fd, hd := cfg.HiddenSize, cfg.IntermediateSize, cfg.HeadDim
 	nh, nkv := cfg.NumHeads, cfg.NumKVHeads
@@ -174,11 +212,9 @@ func (f *fastPass) forward(ids []int) error {
 		x := a.xs[2*l]
 		rmsFwd(a.hA[l], a.rA[l], x, w.attnNorm, n, d, cfg.RMSNormEps)
 		q, k, v := a.q[l], a.k[l], a.v[l]
-		mq, mk, mv := kernels.F32Mat(qd, d, w.wq), kernels.F32Mat(kvd, d, w.wk), kernels.F32Mat(kvd, d, w.wv)
-		kernels.MatMulMany(f.pool, []kernels.Product{{W: &mq, Out: q}, {W: &mk, Out: k}, {W: &mv, Out: v}}, a.hA[l], n, f.s)
-		addBias(q, w.bq, n, qd)
-		addBias(k, w.bk, n, kvd)
-		addBias(v, w.bv, n, kvd)
+		f.linear(q, a.hA[l], w.wq, w.bq, n, qd, d, false)
+		f.linear(k, a.hA[l], w.wk, w.bk, n, kvd, d, true)
+		f.linear(v, a.hA[l], w.wv, w.bv, n, kvd, d, true)
 		if w.qNorm != nil {
 			copy(a.qRaw[l], q)
 			copy(a.kRaw[l], k)
@@ -232,22 +268,24 @@ func (f *fastPass) forward(ids []int) error {
 			}
 		})
 		xm := a.xs[2*l+1]
-		f.linear(xm, ctx, w.wo, nil, n, d, qd)
+		f.linear(xm, ctx, w.wo, nil, n, d, qd, false)
 		for i := range xm {
 			xm[i] += x[i]
 		}
 		rmsFwd(a.hM[l], a.rM[l], xm, w.mlpNorm, n, d, cfg.RMSNormEps)
-		mg, mu := kernels.F32Mat(fd, d, w.wg), kernels.F32Mat(fd, d, w.wu)
-		kernels.MatMulMany(f.pool, []kernels.Product{{W: &mg, Out: a.g[l]}, {W: &mu, Out: a.u[l]}}, a.hM[l], n, f.s)
-		gl, ul, sl := a.g[l], a.u[l], a.s[l]
+		f.linear(a.g[l], a.hM[l], w.wg, nil, n, fd, d, false)
+		f.linear(a.u[l], a.hM[l], w.wu, nil, n, fd, d, true)
+		gl, ul, sl, sig := a.g[l], a.u[l], a.s[l], f.sig[l]
 		f.par(n*fd, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				gv := gl[i]
-				sl[i] = gv * float32(sigmoid(float64(gv))) * ul[i]
+				sg := float32(sigmoid(float64(gv)))
+				sig[i] = sg
+				sl[i] = gv * sg * ul[i]
 			}
 		})
 		xo := a.xs[2*l+2]
-		f.linear(xo, a.s[l], w.wd, nil, n, d, fd)
+		f.linear(xo, a.s[l], w.wd, nil, n, d, fd, false)
 		for i := range xo {
 			xo[i] += xm[i]
 		}
@@ -405,11 +443,10 @@ func (f *fastPass) layerBack(l int, ids []int, gw *layerW[float32], needIn bool)
 	// MLP: x_out = x_mid + down(silu(gate(h)) ⊙ up(h)), h = norm(x_mid).
 	dS := a.dS
 	f.linearBack(dS, false, gw.wd, nil, dx, a.s[l], w.wd, n, d, fd)
-	gl, ul, du, dg := a.g[l], a.u[l], a.du, a.dg
+	gl, ul, du, dg, sig := a.g[l], a.u[l], a.du, a.dg, f.sig[l]
 	f.par(n*fd, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			gv := gl[i]
-			sg := float32(sigmoid(float64(gv)))
+			gv, sg := gl[i], sig[i]
 			du[i] = dS[i] * gv * sg
 			dg[i] = dS[i] * ul[i] * sg * (1 + gv*(1-sg))
 		}
