@@ -250,7 +250,7 @@ func (f *fastPass) forward(ids []int) error {
 						}
 						var sum float64
 						for j := first; j <= t; j++ {
-							e := float32(math.Exp(float64(row[j] - mx)))
+							e := expNeg(row[j] - mx)
 							row[j] = e
 							sum += float64(e)
 						}
@@ -343,9 +343,9 @@ func (f *fastPass) lossGrad(ids []int, mask []bool, g *weights[float32]) (float6
 				}
 				var sum float64
 				for j, v := range row {
-					e := math.Exp(float64(v - mx))
-					row[j] = float32(e)
-					sum += e
+					e := expNeg(v - mx)
+					row[j] = e
+					sum += float64(e)
 				}
 				f.rowLoss[i] = math.Log(sum) + float64(mx) - float64(tl)
 				if g == nil {
