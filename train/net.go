@@ -1,15 +1,17 @@
 // Package train trains decoder-only transformers of the Llama family (llama, mistral, qwen2,
 // qwen3) on the CPU: forward and backward passes written out by hand, AdamW with gradient
-// clipping, a warmup + cosine schedule and gradient accumulation, sequences of a batch spread
-// over worker goroutines. Checkpoints are Hugging Face folders (config.json +
+// clipping, a warmup + cosine schedule and gradient accumulation, and runs that resume from
+// their last checkpoint (state.go). Checkpoints are Hugging Face folders (config.json +
 // model.safetensors + tokenizer files) that package model loads and runs with the same
 // logits as the trainer's own forward pass.
 //
 // Weights live in one flat float32 buffer; each tensor is a slice of it (Spec), so the
-// optimizer, gradient reduction and clipping are plain loops over one array, and a checkpoint
-// is the buffer cut by name. The passes are generic over float32 and float64: training runs
-// in float32, the gradient checks in float64, where finite differences are exact enough to
-// tell a wrong derivative from rounding.
+// optimizer and clipping are plain loops over one array, and a checkpoint is the buffer cut
+// by name. Training runs the kernel pass (fast.go): every product of a sequence through
+// package kernels, split across the worker threads, no weight gradient for frozen tensors.
+// The reference pass (pass.go) is generic over float32 and float64: the gradient checks run
+// it in float64, where finite differences are exact enough to tell a wrong derivative from
+// rounding, and the kernel pass is held to it.
 package train
 
 import (

@@ -76,7 +76,21 @@ func grow[T Float](b []T, n int) []T {
 	return b
 }
 
-func (a *acts[T]) reset(cfg *model.Config, n int) {
+func (a *acts[T]) reset(cfg *model.Config, n int) { a.resize(cfg, n, true) }
+
+// resize is reset without zeroing the buffers when clean is false: the kernel pass writes
+// every activation before reading it and zeroes the two gradients it accumulates into.
+func (a *acts[T]) resize(cfg *model.Config, n int, clean bool) {
+	grow := func(b []T, n int) []T {
+		if cap(b) < n {
+			return make([]T, n)
+		}
+		b = b[:n]
+		if clean {
+			clear(b)
+		}
+		return b
+	}
 	L, d, f := cfg.NumLayers, cfg.HiddenSize, cfg.IntermediateSize
 	qd, kvd := cfg.NumHeads*cfg.HeadDim, cfg.NumKVHeads*cfg.HeadDim
 	if len(a.xs) != 2*L+1 {

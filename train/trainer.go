@@ -7,9 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/tokenwise/tokenwise/kernels"
 )
 
 // Sequence is one training text as token ids. Mask, when set, marks the tokens that are
@@ -46,7 +46,7 @@ type Options struct {
 	Beta2       float64 // (0.95)
 	Eps         float64 // (1e-8)
 	Clip        float64 // global gradient norm limit (1; negative: no clipping)
-	Threads     int     // worker goroutines over a micro-batch's sequences (all CPUs)
+	Threads     int     // worker threads every product of a sequence is split across (all CPUs)
 	Seed        uint64  // data order
 	// Trainable says which tensors (by Hugging Face name) the optimizer updates; nil: all.
 	Trainable func(name string) bool
@@ -58,6 +58,15 @@ type Options struct {
 	// Checkpoint, when set, is called every CheckpointEvery steps and after the last.
 	Checkpoint      func(step int) error
 	CheckpointEvery int
+	// State, when set, is the file Run keeps the trainer state in (state.go): the trainable
+	// float32 weights, the AdamW moments and the step, written (atomically) at every
+	// checkpoint step, whether or not Checkpoint is set.
+	State string
+	// Resume makes Run continue from State: the weights, moments and step it holds, and the
+	// data order replayed to that step, so that the run ends as a run never stopped would
+	// (the same bits, given the same data, options and starting net). Without a State file
+	// Run starts from step 0 (and says so in Log).
+	Resume bool
 }
 
 func (o *Options) defaults() error {
@@ -108,29 +117,32 @@ func (o *Options) Schedule(step int) float64 {
 	return o.MinLR + 0.5*(o.LR-o.MinLR)*(1+math.Cos(math.Pi*min(p, 1)))
 }
 
-// Trainer holds a net's optimizer state and the workers' buffers.
+// Trainer holds a net's optimizer state and the pass's buffers.
 type Trainer struct {
 	Net  *Net
 	Opt  Options
 	step int
 
-	m, v      []float32 // AdamW moments
-	grad      []float32 // the step's reduced gradient
-	frozen    []bool    // per spec
-	workers   []worker
+	m, v      []float32        // AdamW moments
+	grad      []float32        // the step's reduced gradient
+	frozen    []bool           // per spec
+	gw        weights[float32] // grad cut into the trainable tensors; frozen ones nil
+	pool      *kernels.Pool
+	pass      *fastPass
+	chunks    []optChunk
+	partial   []float64
 	totalToks int64
 	start     time.Time
 }
 
-type worker struct {
-	g    []float32
-	gw   weights[float32]
-	acts acts[float32]
-	loss float64
-	n    int
-	toks int
-	err  error
+// optChunk is a piece of one trainable tensor that the optimizer's loops hand to a worker:
+// fixed pieces, so that the gradient norm is summed in the same order on any thread count.
+type optChunk struct {
+	off, end int
+	decay    bool
 }
+
+const optChunkLen = 1 << 16
 
 // NewTrainer prepares to train net with opt.
 func NewTrainer(net *Net, opt Options) (*Trainer, error) {
@@ -139,19 +151,26 @@ func NewTrainer(net *Net, opt Options) (*Trainer, error) {
 	}
 	tr := &Trainer{Net: net, Opt: opt, m: make([]float32, len(net.W)), v: make([]float32, len(net.W)), grad: make([]float32, len(net.W))}
 	tr.frozen = make([]bool, len(net.Specs))
-	any := false
+	var live []Spec
 	for i, s := range net.Specs {
 		tr.frozen[i] = opt.Trainable != nil && !opt.Trainable(s.Name)
-		any = any || !tr.frozen[i]
+		if tr.frozen[i] {
+			continue
+		}
+		live = append(live, s)
+		for off := s.Off; off < s.Off+s.N; off += optChunkLen {
+			tr.chunks = append(tr.chunks, optChunk{off: off, end: min(off+optChunkLen, s.Off+s.N), decay: s.Decay})
+		}
 	}
-	if !any {
+	if len(live) == 0 {
 		return nil, errors.New("no tensor is trainable")
 	}
-	tr.workers = make([]worker, opt.Threads)
-	for i := range tr.workers {
-		tr.workers[i].g = make([]float32, len(net.W))
-		tr.workers[i].gw = bind(net.Cfg, net.Specs, tr.workers[i].g)
-	}
+	tr.partial = make([]float64, len(tr.chunks))
+	tr.gw = bind(net.Cfg, live, tr.grad)
+	tr.pool = kernels.NewPool(opt.Threads)
+	tr.pass = newFastPass(net, tr.pool)
+	// The pool's workers park when idle; close them once the trainer is unreachable.
+	runtime.AddCleanup(tr, func(p *kernels.Pool) { p.Close() }, tr.pool)
 	return tr, nil
 }
 
@@ -169,70 +188,58 @@ type StepStats struct {
 	GradNorm float64 // before clipping
 }
 
-// Gradient computes the mean-loss gradient of seqs into tr's gradient buffer (summing
-// Accum micro-batches, each spread over the workers) and returns the mean loss and the
-// number of targets. Exported through Step; tests call it to compare with finite differences.
+// gradient computes the mean-loss gradient of seqs into tr's gradient buffer and returns
+// the mean loss, the number of targets and of tokens. The sequences go through one at a
+// time, each one's products split across the workers, so the sum does not depend on the
+// thread count or on how the step is cut into micro-batches (Accum). Exported through Step;
+// tests call it to compare with the reference pass.
 func (tr *Trainer) gradient(seqs []Sequence) (float64, int, int, error) {
-	c := tr.Net.core()
-	for i := range tr.workers {
-		clear(tr.workers[i].g)
-		tr.workers[i].loss, tr.workers[i].n, tr.workers[i].toks, tr.workers[i].err = 0, 0, 0, nil
-	}
-	per := (len(seqs) + tr.Opt.Accum - 1) / tr.Opt.Accum
-	for lo := 0; lo < len(seqs); lo += per {
-		micro := seqs[lo:min(lo+per, len(seqs))]
-		// Worker w takes sequences w, w+W, ...: a fixed assignment, so the sums (and the
-		// trained weights) are the same on every run with the same thread count.
-		var wg sync.WaitGroup
-		nw := min(len(tr.workers), len(micro))
-		for w := range nw {
-			wg.Add(1)
-			go func(wk *worker) {
-				defer wg.Done()
-				for i := w; i < len(micro); i += nw {
-					if wk.err != nil {
-						return
-					}
-					l, n, err := c.lossGrad(micro[i].IDs, micro[i].Mask, &wk.gw, &wk.acts)
-					if err != nil {
-						wk.err = fmt.Errorf("sequence %d: %w", lo+i, err)
-						return
-					}
-					wk.loss += l
-					wk.n += n
-					wk.toks += len(micro[i].IDs)
-				}
-			}(&tr.workers[w])
-		}
-		wg.Wait()
+	for _, c := range tr.chunks {
+		clear(tr.grad[c.off:c.end])
 	}
 	var loss float64
 	n, toks := 0, 0
-	for i := range tr.workers {
-		if err := tr.workers[i].err; err != nil {
-			return 0, 0, 0, err
+	for i, s := range seqs {
+		l, k, err := tr.pass.lossGrad(s.IDs, s.Mask, &tr.gw)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("sequence %d: %w", i, err)
 		}
-		loss += tr.workers[i].loss
-		n += tr.workers[i].n
-		toks += tr.workers[i].toks
-	}
-	copy(tr.grad, tr.workers[0].g)
-	for i := 1; i < len(tr.workers); i++ {
-		axpy(tr.grad, 1, tr.workers[i].g)
+		loss += l
+		n += k
+		toks += len(s.IDs)
 	}
 	if n == 0 {
 		return 0, 0, toks, errors.New("batch has no target tokens")
 	}
 	inv := float32(1 / float64(n))
-	for i := range tr.grad {
-		tr.grad[i] *= inv
-	}
-	for i, s := range tr.Net.Specs {
-		if tr.frozen[i] {
-			clear(tr.grad[s.Off : s.Off+s.N])
+	tr.pool.Run(len(tr.chunks), 1, func(_, lo, hi int) {
+		for _, c := range tr.chunks[lo:hi] {
+			g := tr.grad[c.off:c.end]
+			for i := range g {
+				g[i] *= inv
+			}
 		}
-	}
+	})
 	return loss / float64(n), n, toks, nil
+}
+
+// gradNorm is the gradient's Euclidean norm, summed chunk by chunk in a fixed order.
+func (tr *Trainer) gradNorm() float64 {
+	tr.pool.Run(len(tr.chunks), 1, func(_, lo, hi int) {
+		for ci := lo; ci < hi; ci++ {
+			c := tr.chunks[ci]
+			var ss float64
+			for _, g := range tr.grad[c.off:c.end] {
+				ss += float64(g) * float64(g)
+			}
+			tr.partial[ci] = ss
+		}
+	})
+	var ss float64
+	for _, p := range tr.partial {
+		ss += p
+	}
+	return math.Sqrt(ss)
 }
 
 // Step runs one optimizer step on seqs (Opt.Batch·Opt.Accum sequences, or any number).
@@ -244,14 +251,18 @@ func (tr *Trainer) Step(seqs []Sequence) (StepStats, error) {
 	if err != nil {
 		return StepStats{}, fmt.Errorf("step %d: %w", tr.step+1, err)
 	}
-	var ss float64
-	for _, g := range tr.grad {
-		ss += float64(g) * float64(g)
-	}
-	norm := math.Sqrt(ss)
+	norm := tr.gradNorm()
 	if !isFinite(norm) || !isFinite(loss) {
 		return StepStats{}, fmt.Errorf("step %d: loss %g, gradient norm %g: training diverged", tr.step+1, loss, norm)
 	}
+	lr := tr.apply(norm)
+	tr.totalToks += int64(toks)
+	return StepStats{Step: tr.step, Loss: loss, Targets: n, Tokens: toks, LR: lr, GradNorm: norm}, nil
+}
+
+// apply is the AdamW update of the trainable tensors from the gradient (of norm norm, clipped
+// to Opt.Clip); it advances the step and returns the step's learning rate.
+func (tr *Trainer) apply(norm float64) float64 {
 	clip := float32(1)
 	if tr.Opt.Clip > 0 && norm > tr.Opt.Clip {
 		clip = float32(tr.Opt.Clip / norm)
@@ -263,66 +274,47 @@ func (tr *Trainer) Step(seqs []Sequence) (StepStats, error) {
 	c1 := float32(1 / (1 - math.Pow(o.Beta1, float64(tr.step))))
 	c2 := float32(1 / (1 - math.Pow(o.Beta2, float64(tr.step))))
 	eps, flr := float32(o.Eps), float32(lr)
-	for i, s := range tr.Net.Specs {
-		if tr.frozen[i] {
-			continue
+	tr.pool.Run(len(tr.chunks), 1, func(_, lo, hi int) {
+		for _, c := range tr.chunks[lo:hi] {
+			decay := float32(0)
+			if c.decay && o.WeightDecay > 0 {
+				decay = float32(lr * o.WeightDecay)
+			}
+			w, g := tr.Net.W[c.off:c.end], tr.grad[c.off:c.end]
+			m, v := tr.m[c.off:c.end], tr.v[c.off:c.end]
+			g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+			for j := range w {
+				gj := g[j] * clip
+				m[j] = b1*m[j] + (1-b1)*gj
+				v[j] = b2*v[j] + (1-b2)*gj*gj
+				mh, vh := m[j]*c1, v[j]*c2
+				w[j] -= flr*mh/(float32(math.Sqrt(float64(vh)))+eps) + decay*w[j]
+			}
 		}
-		decay := float32(0)
-		if s.Decay && o.WeightDecay > 0 {
-			decay = float32(lr * o.WeightDecay)
-		}
-		w, g := tr.Net.W[s.Off:s.Off+s.N], tr.grad[s.Off:s.Off+s.N]
-		m, v := tr.m[s.Off:s.Off+s.N], tr.v[s.Off:s.Off+s.N]
-		for j := range w {
-			gj := g[j] * clip
-			m[j] = b1*m[j] + (1-b1)*gj
-			v[j] = b2*v[j] + (1-b2)*gj*gj
-			mh, vh := m[j]*c1, v[j]*c2
-			w[j] -= flr*mh/(float32(math.Sqrt(float64(vh)))+eps) + decay*w[j]
-		}
-	}
-	tr.totalToks += int64(toks)
-	return StepStats{Step: tr.step, Loss: loss, Targets: n, Tokens: toks, LR: lr, GradNorm: norm}, nil
+	})
+	return lr
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// Loss is the mean cross-entropy per target token of seqs under the current weights.
+// Loss is the mean cross-entropy per target token of seqs under the current weights, the
+// sequences one after another with each one's products split over threads workers.
 func (n *Net) Loss(seqs []Sequence, threads int) (float64, error) {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	c := n.core()
-	var mu sync.Mutex
+	pool := kernels.NewPool(threads)
+	defer pool.Close()
+	pass := newFastPass(n, pool)
 	var total float64
 	count := 0
-	var firstErr error
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(threads, len(seqs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var a acts[float32]
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(seqs) {
-					return
-				}
-				l, k, err := c.lossGrad(seqs[i].IDs, seqs[i].Mask, nil, &a)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("sequence %d: %w", i, err)
-				}
-				total += l
-				count += k
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return 0, firstErr
+	for i, s := range seqs {
+		l, k, err := pass.lossGrad(s.IDs, s.Mask, nil)
+		if err != nil {
+			return 0, fmt.Errorf("sequence %d: %w", i, err)
+		}
+		total += l
+		count += k
 	}
 	if count == 0 {
 		return 0, errors.New("no target tokens")
@@ -332,15 +324,24 @@ func (n *Net) Loss(seqs []Sequence, threads int) (float64, error) {
 
 // Logits runs ids through the net and returns the logits at every position.
 func (n *Net) Logits(ids []int) ([][]float32, error) {
-	c := n.core()
-	var a acts[float32]
-	if err := c.forward(ids, &a); err != nil {
+	pool := kernels.NewPool(runtime.NumCPU())
+	defer pool.Close()
+	pass := newFastPass(n, pool)
+	if err := pass.forward(ids); err != nil {
 		return nil, err
 	}
+	V := n.Cfg.VocabSize
 	out := make([][]float32, len(ids))
-	for t := range ids {
-		out[t] = make([]float32, n.Cfg.VocabSize)
-		c.logits(&a, t, out[t])
+	pos := make([]int, 0, headChunk)
+	for t0 := 0; t0 < len(ids); t0 += headChunk {
+		pos = pos[:0]
+		for t := t0; t < min(len(ids), t0+headChunk); t++ {
+			pos = append(pos, t)
+		}
+		pass.logitsAt(pos)
+		for i, t := range pos {
+			out[t] = append([]float32(nil), pass.lg[i*V:(i+1)*V]...)
+		}
 	}
 	return out, nil
 }
@@ -356,10 +357,35 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 		return nil, err
 	}
 	o := &tr.Opt
+	if o.Resume && o.State == "" {
+		return nil, errors.New("resume: no trainer state file given")
+	}
+	first := 0
+	if o.Resume {
+		switch first, err = tr.loadState(o.State, len(data)); {
+		case errors.Is(err, errNoState):
+			first = 0
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "no trainer state at %s: starting at step 0\n", o.State)
+			}
+		case err != nil:
+			return nil, err
+		case o.Log != nil:
+			fmt.Fprintf(o.Log, "resuming at step %d/%d from %s\n", first, o.Steps, o.State)
+		}
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0xda7a))
 	order := rng.Perm(len(data))
 	pos := 0
 	per := o.Batch * o.Accum
+	// The data order of the steps already done, replayed: the sequences step first draws
+	// are those an unbroken run draws there.
+	for range first * per {
+		if pos == len(order) {
+			order, pos = rng.Perm(len(data)), 0
+		}
+		pos++
+	}
 	var stats []StepStats
 	var winLoss float64
 	var winToks, winSteps int
@@ -368,7 +394,7 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 	if o.StopAt > 0 && o.StopAt < o.Steps {
 		last = o.StopAt
 	}
-	for s := 0; s < last; s++ {
+	for s := first; s < last; s++ {
 		batch := make([]Sequence, 0, per)
 		for len(batch) < per {
 			if pos == len(order) {
@@ -391,9 +417,16 @@ func Run(net *Net, data []Sequence, opt Options) ([]StepStats, error) {
 				st.Step, o.Steps, winLoss/float64(winSteps), st.LR, st.GradNorm, float64(winToks)/max(el, 1e-9), time.Since(tr.start).Round(time.Second))
 			winLoss, winToks, winSteps, winStart = 0, 0, 0, time.Now()
 		}
-		if o.Checkpoint != nil && ((o.CheckpointEvery > 0 && st.Step%o.CheckpointEvery == 0) || st.Step == last) {
-			if err := o.Checkpoint(st.Step); err != nil {
-				return stats, fmt.Errorf("checkpoint at step %d: %w", st.Step, err)
+		if (o.CheckpointEvery > 0 && st.Step%o.CheckpointEvery == 0) || st.Step == last {
+			if o.Checkpoint != nil {
+				if err := o.Checkpoint(st.Step); err != nil {
+					return stats, fmt.Errorf("checkpoint at step %d: %w", st.Step, err)
+				}
+			}
+			if o.State != "" {
+				if err := tr.saveState(o.State, st.Step, len(data)); err != nil {
+					return stats, fmt.Errorf("checkpoint at step %d: %w", st.Step, err)
+				}
 			}
 		}
 	}

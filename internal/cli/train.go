@@ -28,7 +28,7 @@ type trainArgs struct {
 	checkpointEvery, evalMax, stopAt                int
 	lr, minLR, wd, clip                             float64
 	seed                                            uint64
-	completionOnly                                  bool
+	completionOnly, resume                          bool
 }
 
 func (a *trainArgs) flags(cmd *cobra.Command, steps int, lr float64, trainable string) {
@@ -54,8 +54,13 @@ func (a *trainArgs) flags(cmd *cobra.Command, steps int, lr float64, trainable s
 	f.IntVar(&a.checkpointEvery, "checkpoint-every", 0, "write a checkpoint every N steps (and at the end)")
 	f.IntVar(&a.evalMax, "eval-max", 200, "at most this many held-out records in the evaluation")
 	f.StringVar(&a.dtype, "dtype", "bf16", "checkpoint dtype: bf16 or f32")
+	f.BoolVar(&a.resume, "resume", false, "continue from the trainer state in --out ("+trainerStateFile+", written at every checkpoint): same flags and corpus, same result as a run never stopped")
 	f.StringVar(&a.trainable, "trainable", trainable, `tensors to train: "all", or a comma list of embed, head, norm, first, last, layer.N, or name substrings`)
 }
+
+// trainerStateFile is the file in --out that holds what --resume continues from: the
+// trainable float32 weights, AdamW moments and step (train.Options.State).
+const trainerStateFile = "trainer-state.bin"
 
 // trainableFunc turns the --trainable list into a predicate on tensor names.
 func trainableFunc(spec string, layers int, tied bool) (func(string) bool, error) {
@@ -220,12 +225,16 @@ func runTraining(stdout, stderr io.Writer, a *trainArgs, what string) error {
 		}
 		fmt.Fprintf(stderr, "held-out loss before: %.4f\n", before)
 	}
+	if err := os.MkdirAll(a.out, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	start := time.Now()
 	stats, err := train.Run(net, data, train.Options{
 		Steps: a.steps, Batch: a.batch, Accum: a.accum, LR: a.lr, MinLR: a.minLR, Warmup: a.warmup,
 		WeightDecay: a.wd, Clip: a.clip, Threads: a.threads, Seed: a.seed, Trainable: trainable, StopAt: a.stopAt,
 		Log: stderr, LogEvery: max(1, a.steps/50), CheckpointEvery: a.checkpointEvery,
 		Checkpoint: func(step int) error { return net.Save(a.out, dt, extra) },
+		State:      filepath.Join(a.out, trainerStateFile), Resume: a.resume,
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -235,7 +244,11 @@ func runTraining(stdout, stderr io.Writer, a *trainArgs, what string) error {
 	for _, s := range stats {
 		toks += s.Tokens
 	}
-	fmt.Fprintf(stdout, "%s: %d steps in %s (%.0f tokens/s), final train loss %.4f\n", what, len(stats), el.Round(time.Second), float64(toks)/el.Seconds(), stats[len(stats)-1].Loss)
+	if len(stats) == 0 {
+		fmt.Fprintf(stdout, "%s: the trainer state in %s is already at the last step: nothing to train\n", what, a.out)
+	} else {
+		fmt.Fprintf(stdout, "%s: %d steps in %s (%.0f tokens/s), final train loss %.4f\n", what, len(stats), el.Round(time.Second), float64(toks)/el.Seconds(), stats[len(stats)-1].Loss)
+	}
 	if len(heldSeqs) > 0 {
 		after, err := net.Loss(heldSeqs, a.threads)
 		if err != nil {
@@ -287,7 +300,8 @@ Start fresh from a config.json (its vocab_size is set to the tokenizer's) or con
 checkpoint with --model. Prompt/completion records are rendered in ChatML and, with
 --completion-only (the default), only the completion tokens carry the loss. AdamW with
 gradient clipping, linear warmup then cosine decay, gradient accumulation (--accum),
-sequences of a batch spread over --threads workers. Progress (loss, learning rate, gradient
+each product split over --threads workers. --resume continues a stopped run (--stop-at, a
+crash) from the state its last checkpoint wrote to --out. Progress (loss, learning rate, gradient
 norm, tokens/s) goes to stderr; the held-out loss is reported before and after.`,
 		Example: `  tokenwise train --config configs/demo.json --tokenizer tok/ --corpus train.jsonl --steps 500 --out model/`,
 		Args:    cobra.NoArgs,

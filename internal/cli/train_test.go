@@ -77,6 +77,30 @@ func TestTrainTokenizerTrainAdapt(t *testing.T) {
 			t.Errorf("adapt: %s moved = %v, want %v", s.Name, moved, want)
 		}
 	}
+	// --resume: stopped after one of three steps and resumed, adapt writes the weights of an
+	// unbroken run.
+	adaptArgs := func(out string, extra ...string) []string {
+		return append([]string{"adapt", "--model", base, "--corpus", corpus, "--steps", "3", "--batch", "2", "--threads", "2",
+			"--seq-len", "512", "--lr", "1e-2", "--dtype", "f32", "--out", out}, extra...)
+	}
+	whole, broken := filepath.Join(tmp, "whole"), filepath.Join(tmp, "broken")
+	mustRunErr(t, adaptArgs(whole)...)
+	mustRunErr(t, adaptArgs(broken, "--stop-at", "1")...)
+	_, stderr = mustRunErr(t, adaptArgs(broken, "--resume")...)
+	if !strings.Contains(stderr, "resuming at step 1/3") {
+		t.Errorf("adapt --resume: stderr %q", stderr)
+	}
+	w1, err := train.Load(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := train.Load(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w1.W, w2.W) {
+		t.Error("adapt --stop-at 1, then --resume: weights differ from an unbroken run's")
+	}
 	if _, _, err := run(t, "", "train", "--tokenizer", tokDir, "--corpus", corpus, "--out", base); err == nil {
 		t.Error("train without --config or --model: no error")
 	}
