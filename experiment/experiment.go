@@ -266,13 +266,13 @@ func (x *runner) steps() []step {
 		{name: "eval-arm0", title: "arm 0: evaluate the base model, few-shot", deps: []string{"corpus"}, key: evalKey,
 			outputs: []string{"eval/arm0.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 0) }},
 		{name: "train-arm1", title: "arm 1: fine-tune the base vocabulary (adapt)", deps: []string{"corpus"}, key: x.trainArgs(),
-			outputs: []string{"arm1"}, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "base", "arm1") }},
+			outputs: []string{"arm1", "arm1.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "base", "arm1") }},
 		{name: "eval-arm1", title: "arm 1: evaluate", deps: []string{"train-arm1"}, key: evalKey,
 			outputs: []string{"eval/arm1.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 1) }},
 		{name: "specialize", title: "arm 2: specialize the vocabulary (prune + merged tokens)", deps: []string{"corpus"}, key: specArgs,
 			outputs: []string{"spec"}, run: func(ctx context.Context, s *stepRun) error { return x.specialize(ctx, s, specArgs) }},
 		{name: "train-arm2", title: "arm 2: adapt the specialized model", deps: []string{"specialize"}, key: x.trainArgs(),
-			outputs: []string{"arm2"}, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "spec", "arm2") }},
+			outputs: []string{"arm2", "arm2.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "spec", "arm2") }},
 		{name: "eval-arm2", title: "arm 2: evaluate", deps: []string{"train-arm2"}, key: evalKey,
 			outputs: []string{"eval/arm2.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 2) }},
 		{name: "report", title: "write the report", deps: []string{"eval-arm0", "eval-arm1", "eval-arm2"}, always: true,
@@ -428,21 +428,43 @@ func pickShots(train []Example, n int) []Example {
 	return out
 }
 
-// adapt trains one arm: `tokenwise adapt` from the folder from, with the shared flags.
+// adapt trains one arm: `tokenwise adapt` from the folder from, with the shared flags, into
+// to.tmp, renamed to to when it finishes. adapt writes a checkpoint and its trainer state
+// (weights, AdamW moments, step) every tenth of the run; a step that was cut (the process
+// killed, the machine gone) finds that state in to.tmp on the rerun and continues with
+// --resume, which gives the bits an unbroken run gives (train.TestResume). Run removes
+// to.tmp when the step's options changed, so a resumed state is always this step's.
 func (x *runner) adapt(ctx context.Context, s *stepRun, from, to string) error {
 	tmp := x.path(to + ".tmp")
-	_ = os.RemoveAll(tmp)
+	state := filepath.Join(tmp, trainerState)
 	var out bytes.Buffer
 	args := append([]string{"adapt", "--model", x.path(from)}, x.trainArgs()...)
-	args = append(args, "--out", tmp)
+	args = append(args, "--out", tmp, "--checkpoint-every", strconv.Itoa(max(1, x.o.Steps/10)))
+	if _, err := os.Stat(state); err == nil {
+		fmt.Fprintf(s.log, "continuing from the trainer state in %s\n", state)
+		args = append(args, "--resume")
+	} else if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
 	if err := x.exec(ctx, s, &out, args...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "adapt.txt"), out.Bytes(), 0o644); err != nil {
 		return err
 	}
+	// The state (as large as the trainable weights three times over) has done its job.
+	if err := os.Remove(state); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.RemoveAll(x.path(to)); err != nil {
+		return err
+	}
 	return os.Rename(tmp, x.path(to))
 }
+
+// trainerState is the file adapt keeps its resumable state in, inside --out (the CLI's
+// trainerStateFile).
+const trainerState = "trainer-state.bin"
 
 // specialize writes arm 2's starting point with `tokenwise specialize`.
 func (x *runner) specialize(ctx context.Context, s *stepRun, specArgs []string) error {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -183,6 +184,53 @@ func TestExperimentEndToEnd(t *testing.T) {
 	readJSON(t, filepath.Join(w1, "report.json"), &rep1)
 	if rep1.Accuracy != rep.Accuracy {
 		t.Errorf("accuracy table after resuming:\n%s\nwas:\n%s", rep1.Accuracy, rep.Accuracy)
+	}
+
+	// An adapt cut after its first step continues from its trainer state to the weights the
+	// unbroken run wrote.
+	weights := filepath.Join(w1, "arm1", "model.safetensors")
+	want, err := os.ReadFile(weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logData, err := os.ReadFile(filepath.Join(w1, "logs", "04-train-arm1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adaptArgs []string
+	for _, l := range strings.Split(string(logData), "\n") {
+		if strings.HasPrefix(l, "$ tokenwise adapt ") {
+			adaptArgs = strings.Fields(strings.TrimPrefix(l, "$ tokenwise "))
+		}
+	}
+	if len(adaptArgs) == 0 {
+		t.Fatalf("no adapt command in the arm 1 log:\n%s", logData)
+	}
+	mustRunErr(t, append(adaptArgs, "--stop-at", "1")...)
+	if _, err := os.Stat(filepath.Join(w1, "arm1.tmp", trainerStateFile)); err != nil {
+		t.Fatalf("the cut adapt left no trainer state: %v", err)
+	}
+	done = filepath.Join(w1, "steps", "train-arm1.done")
+	if fp, err = os.ReadFile(done); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(done)
+	if err := os.WriteFile(filepath.Join(w1, "steps", "train-arm1.started"), fp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr = mustRunErr(t, args(w1)...)
+	if !hasLine(stderr, "fine-tune", "done") || hasLine(stderr, "fine-tune", "skipped") || !hasLine(stderr, "arm 1: evaluate", "skipped") {
+		t.Errorf("after a cut adapt:\n%s", stderr)
+	}
+	logData, _ = os.ReadFile(filepath.Join(w1, "logs", "04-train-arm1.log"))
+	if !strings.Contains(string(logData), "continuing from the trainer state") || !strings.Contains(string(logData), "resuming at step 1/2") {
+		t.Errorf("the rerun did not resume the cut adapt:\n%s", logData)
+	}
+	if got, err := os.ReadFile(weights); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("resumed adapt's weights differ from the unbroken run's (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(w1, "arm1", trainerStateFile)); err == nil {
+		t.Errorf("the finished arm keeps its trainer state")
 	}
 
 	// The same seed in a fresh folder: the same accuracy table.
