@@ -161,7 +161,7 @@ func HFToGGUF(dir, out string, opts Options) error {
 		if len(t.Shape) <= 1 {
 			to = tensor.F32 // llama.cpp keeps norms and biases in f32
 		} else if isMix {
-			if to, err = mix.dtypeFor(gname, t.Shape[len(t.Shape)-1], cfg.NumLayers, tied); err != nil {
+			if to, err = mix.dtypeFor(gname, t.Shape[len(t.Shape)-1], cfg.NumLayers, cfg.NumExperts, tied); err != nil {
 				return err
 			}
 		} else if to.Quantized() && t.Shape[len(t.Shape)-1]%to.BlockSize() != 0 {
@@ -177,7 +177,20 @@ func HFToGGUF(dir, out string, opts Options) error {
 		tensors = append(tensors, t)
 	}
 	if cfg.MoE() {
-		stacked, err := stackExperts(st, cfg, target, convertAll)
+		dtypeOf := func(gname string, t tensor.Info) (tensor.DType, error) {
+			dt := t.DType
+			if isMix {
+				return mix.dtypeFor(gname, t.Shape[1], cfg.NumLayers, cfg.NumExperts, tied)
+			}
+			if convertAll {
+				dt = target
+			}
+			if dt.Quantized() && t.Shape[1]%dt.BlockSize() != 0 {
+				dt = tensor.F16 // as for the other matrices
+			}
+			return dt, nil
+		}
+		stacked, err := stackExperts(st, cfg, dtypeOf)
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
@@ -393,9 +406,9 @@ func expertTensors(cfg *model.Config) map[string][3]int {
 }
 
 // stackExperts reads every layer's per-expert tensors from st and returns the stacked GGUF
-// tensors, each expert cast to dtype to (with all; else kept in its own), in whole blocks of
-// a quantized dtype or else f16, as for the other matrices.
-func stackExperts(st *safetensors.Model, cfg *model.Config, to tensor.DType, all bool) ([]tensor.Info, error) {
+// tensors, each expert cast to the dtype dtypeOf gives the stacked tensor's name and the
+// expert's matrix.
+func stackExperts(st *safetensors.Model, cfg *model.Config, dtypeOf func(gname string, t tensor.Info) (tensor.DType, error)) ([]tensor.Info, error) {
 	a := cfg.Arch()
 	var out []tensor.Info
 	for i := range cfg.NumLayers {
@@ -411,12 +424,9 @@ func stackExperts(st *safetensors.Model, cfg *model.Config, to tensor.DType, all
 				if len(t.Shape) != 2 {
 					return nil, fmt.Errorf("tensor %s: shape %v, want a matrix", name, t.Shape)
 				}
-				dt := t.DType
-				if all {
-					dt = to
-				}
-				if dt.Quantized() && t.Shape[1]%dt.BlockSize() != 0 {
-					dt = tensor.F16
+				dt, err := dtypeOf(s.Name, t)
+				if err != nil {
+					return nil, err
 				}
 				c, err := castTensor(t, dt)
 				if err != nil {

@@ -78,36 +78,55 @@ func parseKMix(s string) (kMix, bool) {
 	return kMix{}, false
 }
 
-// dtypeFor is llama-quantize's choice for the 2-D tensor gname (GGUF name) with rows of
-// cols elements, in a model of nLayers layers whose output matrix is token_embd when tied.
-// Q4_K_M (without an importance matrix, for the dense architectures tokenwise runs):
+// dtypeFor is llama-quantize's choice for the tensor gname (GGUF name; a matrix, or a
+// mixture's stacked experts) with rows of cols elements, in a model of nLayers layers and
+// nExperts experts (0 or 1: dense) whose output matrix is token_embd when tied
+// (llama_tensor_get_type in src/llama-quant.cpp, without an importance matrix).
+//
+// Q4_K_M:
 //   - output.weight, and token_embd.weight when it is also the output: Q6_K;
-//   - attn_v.weight and ffn_down.weight of layer i: Q6_K where use_more_bits(i, nLayers)
-//     (the first and last eighth of the layers, and every third in between), else Q4_K;
+//   - attn_v.weight and the down projections (ffn_down, ffn_down_exps) of layer i: Q6_K where
+//     use_more_bits(i, nLayers) (the first and last eighth of the layers, and every third in
+//     between), else Q4_K;
 //   - every other matrix: Q4_K.
 //
-// Q6_K: every matrix Q6_K. A row that is not a multiple of 256 falls back as llama-quantize
-// does: Q6_K to Q8_0; Q4_K to Q5_0, which tokenwise does not write, so that is an error.
-func (m kMix) dtypeFor(gname string, cols, nLayers int, tied bool) (tensor.DType, error) {
+// Q6_K: every matrix Q6_K. Both: a mixture's router (ffn_gate_inp) is not quantized (F32, as
+// convert_hf_to_gguf.py writes it); with exactly 8 experts (Mixtral) attn_k and attn_v are
+// Q8_0, and Q4_K_M's attn_output is Q5_K, which tokenwise does not write (an error). A row
+// that is not a multiple of 256 falls back as llama-quantize does: Q6_K to Q8_0; Q4_K to
+// Q5_0, which tokenwise does not write, so that is an error.
+func (m kMix) dtypeFor(gname string, cols, nLayers, nExperts int, tied bool) (tensor.DType, error) {
+	if strings.HasSuffix(gname, ".ffn_gate_inp.weight") {
+		return tensor.F32, nil
+	}
 	dt := m.base
-	if m.base == tensor.Q4_K {
-		layer := -1
-		if rest, ok := strings.CutPrefix(gname, "blk."); ok {
-			if i, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, '.'))]); err == nil {
-				layer = i
-			}
+	layer := -1
+	if rest, ok := strings.CutPrefix(gname, "blk."); ok {
+		if i, err := strconv.Atoi(rest[:max(0, strings.IndexByte(rest, '.'))]); err == nil {
+			layer = i
 		}
+	}
+	attnV, attnK := strings.HasSuffix(gname, ".attn_v.weight"), strings.HasSuffix(gname, ".attn_k.weight")
+	if m.base == tensor.Q4_K {
 		switch {
 		case gname == "output.weight", tied && gname == "token_embd.weight":
 			dt = tensor.Q6_K
-		case layer >= 0 && (strings.HasSuffix(gname, ".attn_v.weight") || strings.HasSuffix(gname, ".ffn_down.weight")):
+		case layer >= 0 && (attnV || strings.Contains(gname, ".ffn_down")):
 			if useMoreBits(layer, nLayers) {
 				dt = tensor.Q6_K
 			}
 		}
 	}
+	if nExperts == 8 {
+		switch {
+		case attnV || attnK:
+			dt = tensor.Q8_0
+		case m.base == tensor.Q4_K && strings.HasSuffix(gname, ".attn_output.weight"):
+			return 0, fmt.Errorf("tensor %q: llama-quantize %s writes an 8-expert model's attn_output in Q5_K, which tokenwise does not quantize (use --dtype q6_k or q8_0, or llama-quantize)", gname, m.name)
+		}
+	}
 	if cols%256 != 0 {
-		if dt == tensor.Q6_K {
+		if dt == tensor.Q6_K || dt == tensor.Q8_0 {
 			return tensor.Q8_0, nil
 		}
 		return 0, fmt.Errorf("tensor %q: rows of %d are not a multiple of 256, where llama-quantize %s writes Q5_0, which tokenwise does not (use --dtype q8_0 or q6_k)", gname, cols, m.name)

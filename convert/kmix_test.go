@@ -24,10 +24,10 @@ func TestKMixDTypes(t *testing.T) {
 			if (part == "attn_v" || part == "ffn_down") && more[i] {
 				want = tensor.Q6_K
 			}
-			if got, err := q4km.dtypeFor(name, 2048, 32, false); err != nil || got != want {
+			if got, err := q4km.dtypeFor(name, 2048, 32, 0, false); err != nil || got != want {
 				t.Errorf("q4_k_m %s: %v, %v; want %v", name, got, err, want)
 			}
-			if got, err := q6k.dtypeFor(name, 2048, 32, false); err != nil || got != tensor.Q6_K {
+			if got, err := q6k.dtypeFor(name, 2048, 32, 0, false); err != nil || got != tensor.Q6_K {
 				t.Errorf("q6_k %s: %v, %v; want Q6_K", name, got, err)
 			}
 		}
@@ -41,17 +41,46 @@ func TestKMixDTypes(t *testing.T) {
 		{"token_embd.weight", false, tensor.Q4_K},
 		{"token_embd.weight", true, tensor.Q6_K},
 	} {
-		if got, err := q4km.dtypeFor(c.name, 2048, 32, c.tied); err != nil || got != c.want {
+		if got, err := q4km.dtypeFor(c.name, 2048, 32, 0, c.tied); err != nil || got != c.want {
 			t.Errorf("q4_k_m %s (tied %v): %v, %v; want %v", c.name, c.tied, got, err, c.want)
 		}
 	}
 	// Rows that are not whole super-blocks: Q6_K falls back to Q8_0; Q4_K's fallback (Q5_0)
 	// is not written, so it is an error that says so.
-	if got, err := q4km.dtypeFor("output.weight", 576, 30, false); err != nil || got != tensor.Q8_0 {
+	if got, err := q4km.dtypeFor("output.weight", 576, 30, 0, false); err != nil || got != tensor.Q8_0 {
 		t.Errorf("q4_k_m output.weight at 576 columns: %v, %v; want Q8_0", got, err)
 	}
-	if _, err := q4km.dtypeFor("blk.1.attn_q.weight", 576, 30, false); err == nil {
+	if _, err := q4km.dtypeFor("blk.1.attn_q.weight", 576, 30, 0, false); err == nil {
 		t.Error("q4_k_m at 576 columns: no error for Q4_K's Q5_0 fallback")
+	}
+	// Mixtures (llama_tensor_get_type): the router stays F32, the stacked down projections
+	// follow use_more_bits like ffn_down, gate and up are the base type; with exactly 8
+	// experts attn_k/attn_v are Q8_0 and Q4_K_M's attn_output would be Q5_K (not written).
+	for _, c := range []struct {
+		mix     kMix
+		name    string
+		experts int
+		want    tensor.DType
+		wantErr bool
+	}{
+		{q4km, "blk.5.ffn_gate_inp.weight", 128, tensor.F32, false},
+		{q6k, "blk.5.ffn_gate_inp.weight", 128, tensor.F32, false},
+		{q4km, "blk.0.ffn_down_exps.weight", 128, tensor.Q6_K, false},
+		{q4km, "blk.5.ffn_down_exps.weight", 128, tensor.Q4_K, false},
+		{q4km, "blk.6.ffn_down_exps.weight", 128, tensor.Q6_K, false},
+		{q4km, "blk.6.ffn_gate_exps.weight", 128, tensor.Q4_K, false},
+		{q4km, "blk.6.ffn_up_exps.weight", 128, tensor.Q4_K, false},
+		{q4km, "blk.5.attn_k.weight", 128, tensor.Q4_K, false},
+		{q4km, "blk.5.attn_k.weight", 8, tensor.Q8_0, false},
+		{q4km, "blk.5.attn_v.weight", 8, tensor.Q8_0, false},
+		{q6k, "blk.5.attn_v.weight", 8, tensor.Q8_0, false},
+		{q6k, "blk.5.attn_output.weight", 8, tensor.Q6_K, false},
+		{q4km, "blk.5.attn_output.weight", 8, 0, true},
+	} {
+		got, err := c.mix.dtypeFor(c.name, 2048, 32, c.experts, false)
+		if (err != nil) != c.wantErr || (!c.wantErr && got != c.want) {
+			t.Errorf("%s %s, %d experts: %v, %v; want %v (error %v)", c.mix.name, c.name, c.experts, got, err, c.want, c.wantErr)
+		}
 	}
 	if _, _, err := parseDType("q4_k_m"); err == nil {
 		t.Error("parseDType accepted q4_k_m (an HF folder cannot hold it)")

@@ -88,9 +88,27 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 	}
 	tj, tc := tokenizerFiles(t, "smollm2")
 	const steps, tol = 64, 1e-4
-	for _, tied := range []bool{false, true} {
-		cfgJSON := []byte(fmt.Sprintf(`{"model_type":"llama","vocab_size":49152,"hidden_size":256,"intermediate_size":768,"num_hidden_layers":8,
-		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000,"tie_word_embeddings":%v}`, tied))
+	cases := []struct {
+		name, cfg string
+		types     []string
+	}{
+		// Q4_K_M untied (Q4_K token_embd read by get_rows, Q6_K output), Q6_K tied (one Q6_K
+		// matrix for both); all four combinations measured exact once (≤ 4.7e-8).
+		{"tied=false", `{"model_type":"llama","vocab_size":49152,"hidden_size":256,"intermediate_size":768,"num_hidden_layers":8,
+		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000,"tie_word_embeddings":false}`,
+			[]string{"q4_k_m", "q5_k_m"}},
+		{"tied=true", `{"model_type":"llama","vocab_size":49152,"hidden_size":256,"intermediate_size":768,"num_hidden_layers":8,
+		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000,"tie_word_embeddings":true}`,
+			[]string{"q6_k"}},
+		// A Qwen3-MoE (16 experts, 4 per token): stacked Q4_K gate/up experts, Q6_K/Q4_K down
+		// experts by layer, an F32 router (llama-quantize leaves ffn_gate_inp alone).
+		{"qwen3moe", `{"model_type":"qwen3_moe","vocab_size":49152,"hidden_size":256,"intermediate_size":512,"moe_intermediate_size":256,
+		"num_experts":16,"num_experts_per_tok":4,"norm_topk_prob":true,"num_hidden_layers":8,"num_attention_heads":4,"num_key_value_heads":2,
+		"head_dim":64,"max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000,"tie_word_embeddings":false}`,
+			[]string{"q4_k_m", "q6_k"}},
+	}
+	for _, c := range cases {
+		cfgJSON := []byte(c.cfg)
 		cfg, err := model.ParseConfig(cfgJSON)
 		if err != nil {
 			t.Fatal(err)
@@ -124,22 +142,19 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 		if err := convert.HFToGGUF(dir, f32, convert.Options{DType: "f32"}); err != nil {
 			t.Fatal(err)
 		}
-		// Q4_K_M untied (Q4_K token_embd read by get_rows, Q6_K output), Q6_K tied (one Q6_K
-		// matrix for both); all four combinations measured exact once (≤ 4.7e-8).
-		types := []string{"q6_k"}
-		if !tied {
-			types = []string{"q4_k_m"}
-			if lq != "" {
-				types = append(types, "q5_k_m")
+		for _, dt := range c.types {
+			if dt == "q5_k_m" && lq == "" {
+				continue // only llama-quantize writes it
 			}
-		}
-		for _, dt := range types {
-			t.Run(fmt.Sprintf("tied=%v/%s", tied, dt), func(t *testing.T) {
+			t.Run(c.name+"/"+dt, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), dt+".gguf")
 				if dt != "q5_k_m" {
 					if err := convert.HFToGGUF(dir, path, convert.Options{DType: dt}); err != nil {
 						t.Fatal(err)
 					}
+				}
+				if cfg.MoE() {
+					checkExpertDTypes(t, path, dt)
 				}
 				if lq != "" {
 					ref := filepath.Join(t.TempDir(), dt+"-llama-quantize.gguf")
@@ -162,8 +177,36 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 					logits, ids := greedy(t, m, p, steps)
 					worst = max(worst, compare(t, fmt.Sprintf("prompt %d", i), logits, ids, ref.Prompts[i], tol))
 				}
-				t.Logf("%s (tied %v): %d prompts × %d greedy steps identical; first-step top-16 logits within %.3g", dt, tied, len(prompts), steps, worst)
+				t.Logf("%s (%s): %d prompts × %d greedy steps identical; first-step top-16 logits within %.3g", dt, c.name, len(prompts), steps, worst)
 			})
+		}
+	}
+}
+
+// checkExpertDTypes checks a mixture's export in a k-quant file type: experts quantized as
+// llama-quantize does (down projections by use_more_bits, 8 layers: 0, 3, 6, 7 get Q6_K in
+// Q4_K_M), the router left in F32.
+func checkExpertDTypes(t *testing.T, path, ftype string) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for l := range 8 {
+		down := tensor.Q6_K
+		base := tensor.Q6_K
+		if ftype == "q4_k_m" {
+			base = tensor.Q4_K
+			if l != 0 && l != 3 && l != 6 && l != 7 {
+				down = tensor.Q4_K
+			}
+		}
+		for name, want := range map[string]tensor.DType{"ffn_gate_exps": base, "ffn_up_exps": base, "ffn_down_exps": down, "ffn_gate_inp": tensor.F32} {
+			full := fmt.Sprintf("blk.%d.%s.weight", l, name)
+			if ti, ok := f.Tensor(full); !ok || ti.DType != want {
+				t.Errorf("%s: %s is %v (present %v), want %v", ftype, full, ti.DType, ok, want)
+			}
 		}
 	}
 }
