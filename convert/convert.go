@@ -212,12 +212,21 @@ func HFToGGUF(dir, out string, opts Options) error {
 	if name == "" {
 		name = filepath.Base(filepath.Clean(dir))
 	}
+	if isMix {
+		fileType = mix.ftype
+	}
+	meta := archMeta(cfg, hf, name, fileType)
+	return writeGGUF(out, meta, tokMeta, tensors)
+}
+
+// archMeta is the general.* and architecture metadata of a GGUF file for cfg (hf: the
+// config.json it came from, for what llama.cpp's keys do not hold), named name, with
+// general.file_type fileType (none when negative).
+func archMeta(cfg *model.Config, hf *model.HFConfig, name string, fileType int) []kv {
+	arch, rs := cfg.Arch().GGUF, cfg.RopeScaling
 	meta := []kv{
 		{"general.architecture", arch},
 		{"general.name", name},
-	}
-	if isMix {
-		fileType = mix.ftype
 	}
 	if fileType >= 0 {
 		meta = append(meta, kv{"general.file_type", uint32(fileType)})
@@ -251,7 +260,7 @@ func HFToGGUF(dir, out string, opts Options) error {
 	if cfg.Architecture != arch {
 		meta = append(meta, kv{keyHFModelType, cfg.Architecture})
 	}
-	return writeGGUF(out, meta, tokMeta, tensors)
+	return meta
 }
 
 // ggufFileType is general.file_type (enum llama_ftype) for the dtype of the weight matrices.

@@ -1,36 +1,17 @@
 package convert
 
 import (
-	"fmt"
-
 	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
 // writeGGUF writes the architecture metadata, then the tokenizer's, then the tensors.
 func writeGGUF(path string, meta []kv, tokMeta []gguf.KV, tensors []tensor.Info) error {
-	out := make([]gguf.KV, 0, len(meta)+len(tokMeta)+1)
-	for _, m := range meta {
-		var v gguf.Value
-		switch x := m.val.(type) {
-		case string:
-			v = gguf.String(x)
-		case bool:
-			v = gguf.Bool(x)
-		case uint32:
-			v = gguf.Uint32(x)
-		case int32:
-			v = gguf.Int32(x)
-		case float32:
-			v = gguf.Float32(x)
-		default:
-			return fmt.Errorf("gguf metadata %s: unsupported value type %T", m.key, m.val)
-		}
-		out = append(out, gguf.KV{Key: m.key, Value: v})
+	kvs, err := ggufKVs(meta, tokMeta)
+	if err != nil {
+		return err
 	}
-	out = append(out, tokMeta...)
-	out = append(out, gguf.KV{Key: "general.alignment", Value: gguf.Uint32(32)})
-	return gguf.Write(path, out, tensors, 32)
+	return gguf.Write(path, kvs, tensors, 32)
 }
 
 // meta reads metadata values of any integer or float width.

@@ -136,6 +136,17 @@ func NewRandom(cfg *Config, seed uint64, dt tensor.DType) (*Random, error) {
 	return r, nil
 }
 
+// Spread is the mean and standard deviation the named tensor's values are drawn around
+// (the embedding and head rows: 0 and 1; norms: about 1), false for a name not in the
+// checkpoint.
+func (r *Random) Spread(name string) (mean, std float64, ok bool) {
+	init, ok := r.init[name]
+	if name == "model.embed_tokens.weight" || name == "lm_head.weight" {
+		return 0, 1, ok
+	}
+	return init[0], init[1], ok
+}
+
 // Tensors lists the checkpoint's tensors (names, dtype, shapes; Data is nil).
 func (r *Random) Tensors() []tensor.Info { return slices.Clone(r.tensors) }
 

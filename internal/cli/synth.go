@@ -8,9 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tokenwise/tokenwise/convert"
 	"github.com/tokenwise/tokenwise/formats/safetensors"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tensor"
@@ -23,7 +26,7 @@ func newSynthCmd() *cobra.Command {
 		seed                            uint64
 	)
 	cmd := &cobra.Command{
-		Use:   "synth --config CONFIG.json [--tokenizer FILE] [--dtype f32|f16|bf16] [--seed N] --out DIR",
+		Use:   "synth --config CONFIG.json [--tokenizer FILE] [--dtype f32|f16|bf16|q4_k_m|q6_k] [--seed N] --out DIR|FILE.gguf",
 		Short: "Write a random-weight Hugging Face checkpoint of a given shape",
 		Long: `Write a seeded random-weight checkpoint for the architecture and shape in CONFIG.json
 (a Hugging Face config.json: llama, mistral, qwen2 or qwen3) into DIR: config.json,
@@ -34,16 +37,31 @@ The weights are initialized so that greedy decoding is decided by wide logit mar
 near-ties (see model.RandomWeights), so engines that round differently still agree on
 greedy tokens. The same config, dtype and seed always give the same bytes.
 The project's own shapes are in configs/ (Qwen3-0.6B, Qwen3-4B, Llama-3.2-1B, SmolLM2-135M,
-and tiny-* ones for tests).`,
-		Example: `  tokenwise synth --config configs/qwen3-0.6b.json --tokenizer tokenizer.json --dtype bf16 --out /tmp/qwen3-synth`,
-		Args:    cobra.NoArgs,
+Qwen3-30B-A3B, Mixtral-8x7B, and tiny-* ones for tests).
+
+--dtype q4_k_m or q6_k writes one GGUF file (--out FILE.gguf, --tokenizer required) in that
+llama-quantize file type, its quantized blocks drawn at random directly instead of
+quantized from float weights: for shapes too large for a float checkpoint on this machine
+(a Qwen3-30B-A3B is 61 GB in bf16 and an hour of Q4_K quantization), to measure speed and
+memory. Each tensor has the dtype and shape export --dtype would give it and its weights
+the spread the float synth draws them with, but greedy tokens are not kept apart by wide
+margins: for parity tests, synth floats and export them.`,
+		Example: `  tokenwise synth --config configs/qwen3-0.6b.json --tokenizer tokenizer.json --dtype bf16 --out /tmp/qwen3-synth
+  tokenwise synth --config configs/qwen3-30b-a3b.json --tokenizer tokenizer.json --dtype q4_k_m --out /tmp/qwen3-30b-a3b-q4_k_m.gguf`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if configPath == "" || out == "" {
 				return errors.New("--config and --out are required")
 			}
+			if d := strings.ToLower(dtype); d == "q4_k_m" || d == "q6_k" {
+				return synthGGUF(configPath, tokPath, d, seed, out, cmd.ErrOrStderr())
+			}
 			dt, ok := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16, "bf16": tensor.BF16}[dtype]
 			if !ok {
-				return fmt.Errorf("--dtype %q: want f32, f16 or bf16", dtype)
+				return fmt.Errorf("--dtype %q: want f32, f16, bf16 (a checkpoint folder), q4_k_m or q6_k (a GGUF file)", dtype)
+			}
+			if strings.HasSuffix(out, ".gguf") {
+				return fmt.Errorf("--out %s: a float synth writes a checkpoint folder (export it to GGUF with tokenwise export), a GGUF synth needs --dtype q4_k_m or q6_k", out)
 			}
 			return synth(configPath, tokPath, dt, seed, out, cmd.ErrOrStderr())
 		},
@@ -51,9 +69,9 @@ and tiny-* ones for tests).`,
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "config.json giving the architecture and shape")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer.json (or a folder holding one) to ship with the checkpoint")
-	f.StringVar(&dtype, "dtype", "bf16", "weight dtype: f32, f16 or bf16")
+	f.StringVar(&dtype, "dtype", "bf16", "weight dtype: f32, f16 or bf16; q4_k_m or q6_k for a GGUF file of random k-quant blocks")
 	f.Uint64Var(&seed, "seed", 0, "random seed")
-	f.StringVarP(&out, "out", "o", "", "output folder (created)")
+	f.StringVarP(&out, "out", "o", "", "output folder (created), or the .gguf file for --dtype q4_k_m|q6_k")
 	return cmd
 }
 
@@ -127,6 +145,38 @@ func synth(configPath, tokPath string, dt tensor.DType, seed uint64, out string,
 		return err
 	}
 	fmt.Fprintf(log, "wrote %s: %s, %d tensors, %.1f MB of %v weights, seed %d\n", out, cfg.Architecture, len(ts), float64(size)/1e6, dt, seed)
+	return nil
+}
+
+// synthGGUF writes a random k-quant GGUF file (convert.SynthGGUF).
+func synthGGUF(configPath, tokPath, dtype string, seed uint64, out string, log io.Writer) error {
+	if !strings.HasSuffix(out, ".gguf") {
+		return fmt.Errorf("--out %s: --dtype %s writes one GGUF file: give a path ending in .gguf", out, dtype)
+	}
+	if tokPath == "" {
+		return fmt.Errorf("--dtype %s: a GGUF file carries its tokenizer: give --tokenizer", dtype)
+	}
+	raw, err := os.ReadFile(configPath)
+	if err != nil {
+		return err
+	}
+	cfg, err := model.ParseConfig(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", configPath, err)
+	}
+	files, err := tokenizerFiles(tokPath, cfg.VocabSize)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := convert.SynthGGUF(raw, files["tokenizer.json"], files["tokenizer_config.json"], out, dtype, seed); err != nil {
+		return fmt.Errorf("%s: %w", configPath, err)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "wrote %s: %s %s, %.2f GB of random blocks, seed %d, in %s\n", out, cfg.Architecture, dtype, float64(st.Size())/1e9, seed, time.Since(start).Round(time.Second))
 	return nil
 }
 
