@@ -37,6 +37,12 @@
 # whose rows are not whole 256-element super-blocks (SmolLM2's hidden 576) has no Q4_K_M
 # export and is skipped for it.
 #   TW=/tmp/tokenwise-before scripts/bench-llamacpp.sh
+#
+# Shapes too large to synthesize in floats and quantize here (DIRECT, default qwen3-30b-a3b:
+# 61 GB in bf16, an hour of Q4_K quantization) are written straight as random k-quant blocks
+# (`tokenwise synth --dtype q4_k_m --out M.gguf`; q4_k_m and q6_k only): the real file's size,
+# layout and dtypes, for speed and memory.
+#   SHAPES=qwen3-30b-a3b DTYPES=q4_k_m ROUNDS=1 scripts/bench-llamacpp.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHAPES=${SHAPES:-"smollm2-135m llama-3.2-1b"}
@@ -98,15 +104,23 @@ read0=$(read_gbs)
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 printf '%-14s %-7s %-5s %12s %12s %8s\n' shape dtype test llama.cpp tokenwise ratio
+DIRECT=${DIRECT:-"qwen3-30b-a3b"}
 for shape in $SHAPES; do
 	tok=$(tokenizer_for "$shape")
 	hf="$out/$shape-hf"
-	if [ ! -f "$hf/model.safetensors" ] && [ ! -f "$hf/model.safetensors.index.json" ]; then
+	direct=0
+	case " $DIRECT " in *" $shape "*) direct=1 ;; esac
+	if [ "$direct" = 0 ] && [ ! -f "$hf/model.safetensors" ] && [ ! -f "$hf/model.safetensors.index.json" ]; then
 		"$tw" synth --config "configs/$shape.json" --tokenizer "$tok" --dtype f32 --out "$hf" >/dev/null
 	fi
 	for dt in $DTYPES; do
 		m="$out/$shape-$dt.gguf"
-		if [ ! -f "$m" ] && ! "$tw" export --model "$hf" --format gguf --dtype "$dt" --out "$m" >/dev/null 2>"$out/export.err"; then
+		if [ "$direct" = 1 ]; then
+			if [ ! -f "$m" ] && ! "$tw" synth --config "configs/$shape.json" --tokenizer "$tok" --dtype "$dt" --out "$m" 2>"$out/export.err"; then
+				printf '%-14s %-7s skipped: %s\n' "$shape" "$dt" "$(tail -1 "$out/export.err")"
+				continue
+			fi
+		elif [ ! -f "$m" ] && ! "$tw" export --model "$hf" --format gguf --dtype "$dt" --out "$m" >/dev/null 2>"$out/export.err"; then
 			printf '%-14s %-7s skipped: %s\n' "$shape" "$dt" "$(tail -1 "$out/export.err")"
 			continue
 		fi
@@ -124,7 +138,8 @@ for r in json.load(sys.stdin):
 import json, sys
 r = json.load(sys.stdin)
 print("tw pp128", r["prefill_tok_s"]); print("tw tg", r["decode_tok_s"]); print("tw gbs", r["decode_gb_s"])
-print("tw wbytes", r["weight_bytes_per_step"])' >>"$out/runs.txt"
+print("tw wbytes", r["weight_bytes_per_step"])
+print("tw rss", r.get("peak_rss_bytes", 0)); print("tw weights", r["weights_bytes"]); print("tw kv", r["kv_cache_bytes"])' >>"$out/runs.txt"
 			"$tw" bench --model "$m" --kv-cache-dtype f16 --threads "$THREADS" --prompt-tokens 512 --gen-tokens 1 --repeats 1 --json |
 				python3 -c '
 import json, sys
@@ -135,6 +150,10 @@ print("tw pp512", json.load(sys.stdin)["prefill_tok_s"])' >>"$out/runs.txt"
 			w=$(awk -v t="$test" '$1=="tw" && $2==t {print $3}' "$out/runs.txt" | median)
 			printf '%-14s %-7s %-5s %12.1f %12.1f %7.2fx\n' "$shape" "$dt" "$test" "$l" "$w" "$(echo "$w $l" | awk '{print $1/$2}')"
 		done
+		# Peak RSS of tokenwise's pp128+decode bench against weights + KV cache (the largest round).
+		awk '$1=="tw" && $2=="rss" {r=($3>r)?$3:r} $1=="tw" && $2=="weights" {w=$3} $1=="tw" && $2=="kv" {k=$3}
+			END {if (r > 0) printf "%-14s %-7s rss   peak %.2f GB = %.3f x (weights %.2f GB + KV %.2f GB)\n", s, d, r/1e9, r/(w+k), w/1e9, k/1e9}' \
+			s="$shape" d="$dt" "$out/runs.txt"
 		python3 - "$shape" "$dt" "$out/runs.txt" >>"$out/decode-gbs.txt" <<'PY'
 import statistics, sys
 shape, dt, path = sys.argv[1:]
