@@ -47,12 +47,20 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	default:
 		return false
 	}
+	t1 := 0 // tokens [0,t1) go to the Q4_K tile
+	if w.DType == tensor.Q4_K && kqTile != kqTileOff {
+		t1 = n / kqTileTokens * kqTileTokens
+		q4KTileRows(out, w, a, t1, lo, hi)
+		if t1 == n {
+			return true
+		}
+	}
 	rows, nb := w.Rows, w.Cols/256
 	var acc [kqAcc]float32
-	block := kqAcc / (16 * min(n, kqTokens))
+	block := kqAcc / (16 * min(n-t1, kqTokens))
 	for r0 := lo; r0 < hi; r0 += block {
 		nr := min(block, hi-r0)
-		for t0 := 0; t0 < n; t0 += kqTokens {
+		for t0 := t1; t0 < n; t0 += kqTokens {
 			nt := min(kqTokens, n-t0)
 			// Called directly, not through a func value: that would lose //go:noescape and
 			// put acc on the heap, 8 KiB per call (the garbage collector then took half of a
