@@ -49,7 +49,7 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	}
 	t1 := 0 // tokens [0,t1) go to the Q4_K tile
 	if w.DType == tensor.Q4_K && kqTile != kqTileOff {
-		t1 = n / kqTileTokens * kqTileTokens
+		t1 = n / 8 * 8
 		q4KTileRows(out, w, a, t1, lo, hi)
 		if t1 == n {
 			return true

@@ -1,10 +1,11 @@
 //go:build ignore
 
 // kquant_tile_gen.go writes kquant_tile_amd64.s: the Q4_K prefill tile, a block of rows times
-// eight tokens per call (kquant_tile.go), in two forms: AVX2 (q4KTileAVX2) and 512-bit
-// AVX-512 BW/VNNI (q4KTileZMM). Both are unrolled over the eight tokens, because the
-// integer sums of the eight (row, token) pairs are reduced together in registers and the
-// float steps then run on one vector of eight pairs. Run `go generate ./kernels` after
+// eight or sixteen tokens per call (kquant_tile.go), in two forms: AVX2 (q4KTileAVX2) and
+// 512-bit AVX-512 BW/VNNI (q4KTileZMM). Both are unrolled over groups of eight tokens,
+// because the integer sums of a group's eight (row, token) pairs are reduced together in
+// registers and the float steps then run on one vector of eight pairs; a second group
+// reuses the row's unpacked weights and scales. Run `go generate ./kernels` after
 // editing it; the generated file is committed.
 package main
 
@@ -36,8 +37,8 @@ func tok(t, off int) string {
 // prologue loads the arguments and starts the row loop; frame: 32(SP) the super-block's
 // scales and mins widened to int16, 64(SP) (AVX2 only) the eight scale vectors.
 func prologue(name string, frame int) {
-	fmt.Fprintf(&s, "// func %s(w *byte, nb int, q *int8, qStride int, ts *q4KTileSB, acc *float32, rows, rowBytes int)\n", name)
-	fmt.Fprintf(&s, "TEXT ·%s(SB), NOSPLIT, $%d-64\n", name, frame)
+	fmt.Fprintf(&s, "// func %s(w *byte, nb int, q *int8, qStride int, ts *q4KTileSB, acc *float32, rows, rowBytes, groups int)\n", name)
+	fmt.Fprintf(&s, "TEXT ·%s(SB), NOSPLIT, $%d-72\n", name, frame)
 	p("MOVQ w+0(FP), BX")
 	p("MOVQ qStride+24(FP), R12")
 	p("LEAQ (R12)(R12*2), R13")
@@ -86,18 +87,19 @@ func scales() {
 	p("VMOVDQU Y8, 32(SP)")
 }
 
-// tail finishes a super-block from the eight pairs' integer sums in Y8 (token order): the
-// mins' sums Σ mn_j·(bs_2j+bs_2j+1) from the transposed pair sums at 32(R8) (VPMADDWD with
-// (mn_2k, mn_2k+1) broadcast), then acc += float(isum)·(d_w·d_x) and accM +=
-// float(imin)·(dmin_w·d_x), fused, eight pairs per instruction: gemm_q4_K_8x8_q8_K's float
-// steps. acc and accM are in accR and accMR.
-func tail(accR, accMR string) {
+// tail finishes group g (tokens 8g..8g+7) of a super-block from its pairs' integer sums in
+// Y8 (token order): the mins' sums Σ mn_j·(bs_2j+bs_2j+1) from the transposed pair sums in
+// ts (VPMADDWD with (mn_2k, mn_2k+1) broadcast), then acc += float(isum)·(d_w·d_x) and
+// accM += float(imin)·(dmin_w·d_x), fused, eight pairs per instruction:
+// gemm_q4_K_8x8_q8_K's float steps. acc and accM are in accR and accMR, or, where those
+// are empty, at 32g(R9) and 64+32g(R9).
+func tail(g int, accR, accMR string) {
 	for k := range 4 {
 		p("VPBROADCASTD %d(SP), Y10", 48+4*k)
 		if k == 0 {
-			p("VPMADDWD %d(R8), Y10, Y9", 32+32*k)
+			p("VPMADDWD %d(R8), Y10, Y9", 64+64*k+32*g)
 		} else {
-			p("VPMADDWD %d(R8), Y10, Y10", 32+32*k)
+			p("VPMADDWD %d(R8), Y10, Y10", 64+64*k+32*g)
 			p("VPADDD Y10, Y9, Y9")
 		}
 	}
@@ -105,25 +107,50 @@ func tail(accR, accMR string) {
 	p("VCVTDQ2PS Y9, Y9")
 	p("VPBROADCASTW 0(SI), X10")
 	p("VCVTPH2PS X10, Y10")
-	p("VMULPS (R8), Y10, Y10 // d_w·d_x")
-	p("VFMADD231PS Y10, Y8, %s", accR)
+	p("VMULPS %d(R8), Y10, Y10 // d_w·d_x", 32*g)
 	p("VPBROADCASTW 2(SI), X11")
 	p("VCVTPH2PS X11, Y11")
-	p("VMULPS (R8), Y11, Y11 // dmin_w·d_x")
+	p("VMULPS %d(R8), Y11, Y11 // dmin_w·d_x", 32*g)
+	if accR == "" {
+		p("VMOVUPS %d(R9), Y12", 32*g)
+		p("VFMADD231PS Y10, Y8, Y12")
+		p("VMOVUPS Y12, %d(R9)", 32*g)
+		p("VMOVUPS %d(R9), Y12", 64+32*g)
+		p("VFMADD231PS Y11, Y9, Y12")
+		p("VMOVUPS Y12, %d(R9)", 64+32*g)
+		return
+	}
+	p("VFMADD231PS Y10, Y8, %s", accR)
 	p("VFMADD231PS Y11, Y9, %s", accMR)
 }
 
+// group2 runs body for tokens 8..15 where the call has two groups: DI and R11 moved on by
+// eight token strides and back.
+func group2(name string, body func()) {
+	p("CMPQ groups+64(FP), $2")
+	p("JNE %s_one", name)
+	p("LEAQ (DI)(R12*8), DI")
+	p("LEAQ (R11)(R12*8), R11")
+	body()
+	p("MOVQ R12, AX")
+	p("SHLQ $3, AX")
+	p("SUBQ AX, DI")
+	p("SUBQ AX, R11")
+	label(name + "_one")
+}
+
 // epilogue ends the super-block and row loops.
-func epilogue(name, accR, accMR string) {
+func epilogue(name string, accRegs []string) {
 	p("ADDQ $144, SI")
 	p("ADDQ $256, DI")
 	p("ADDQ $256, R11")
-	p("ADDQ $160, R8")
+	p("ADDQ $320, R8")
 	p("DECQ CX")
 	p("JNZ %s_block", name)
-	p("VMOVUPS %s, (R9)", accR)
-	p("VMOVUPS %s, 32(R9)", accMR)
-	p("ADDQ $64, R9")
+	for i, r := range accRegs {
+		p("VMOVUPS %s, %d(R9)", r, 32*i)
+	}
+	p("ADDQ $128, R9")
 	p("ADDQ rowBytes+56(FP), BX")
 	p("DECQ R10")
 	p("JNZ %s_row", name)
@@ -138,13 +165,11 @@ func avx2() {
 	s.WriteString(`// q4KTileAVX2: per super-block, the row's eight runs of 32 unpacked to bytes once
 // (Y0..Y7, runs 2j and 2j+1 the low and high nibbles of qs[32j:32j+32]) and each scale
 // broadcast to a vector at 64(SP); per token, the run sums VPMADDUBSW, VPMADDWD by the
-// scale, VPADDD into one vector; the eight tokens' vectors reduced together (VPHADDD tree),
-// so tail takes one vector of eight sums. acc/accM stay in Y13/Y14 for the whole row.
+// scale, VPADDD into one vector; a group's eight token vectors reduced together (VPHADDD
+// tree), so tail takes one vector of eight sums. acc/accM stay in the acc buffer (the
+// registers are all taken).
 `)
 	prologue(name, 320)
-	p("VMOVUPS (R9), Y13")
-	p("VMOVUPS 32(R9), Y14")
-	p("VMOVDQU kqtM4<>(SB), Y15")
 	label(name + "_block")
 	p("PREFETCHT1 4096(SI)")
 	p("PREFETCHT1 4160(SI)")
@@ -154,6 +179,7 @@ func avx2() {
 		p("VPBROADCASTW %d(SP), Y9", 32+2*r)
 		p("VMOVDQU Y9, %d(SP)", 64+32*r)
 	}
+	p("VMOVDQU kqtM4<>(SB), Y15")
 	for j := range 4 {
 		p("VMOVDQU %d(SI), Y8", 16+32*j)
 		p("VPAND Y15, Y8, Y%d", 2*j)
@@ -170,25 +196,29 @@ func avx2() {
 			p("VPADDD Y12, %s, %s", dst, dst)
 		}
 	}
-	dot(0, "Y8")
-	dot(1, "Y9")
-	p("VPHADDD Y9, Y8, Y8")
-	dot(2, "Y9")
-	dot(3, "Y10")
-	p("VPHADDD Y10, Y9, Y9")
-	p("VPHADDD Y9, Y8, Y8 // per lane: tokens 0..3")
-	dot(4, "Y9")
-	dot(5, "Y10")
-	p("VPHADDD Y10, Y9, Y9")
-	dot(6, "Y10")
-	dot(7, "Y11")
-	p("VPHADDD Y11, Y10, Y10")
-	p("VPHADDD Y10, Y9, Y9 // per lane: tokens 4..7")
-	p("VPERM2I128 $0x20, Y9, Y8, Y10")
-	p("VPERM2I128 $0x31, Y9, Y8, Y11")
-	p("VPADDD Y11, Y10, Y8 // tokens 0..7")
-	tail("Y13", "Y14")
-	epilogue(name, "Y13", "Y14")
+	group := func(g int) {
+		dot(0, "Y8")
+		dot(1, "Y9")
+		p("VPHADDD Y9, Y8, Y8")
+		dot(2, "Y9")
+		dot(3, "Y10")
+		p("VPHADDD Y10, Y9, Y9")
+		p("VPHADDD Y9, Y8, Y8 // per lane: tokens 0..3")
+		dot(4, "Y9")
+		dot(5, "Y10")
+		p("VPHADDD Y10, Y9, Y9")
+		dot(6, "Y10")
+		dot(7, "Y11")
+		p("VPHADDD Y11, Y10, Y10")
+		p("VPHADDD Y10, Y9, Y9 // per lane: tokens 4..7")
+		p("VPERM2I128 $0x20, Y9, Y8, Y10")
+		p("VPERM2I128 $0x31, Y9, Y8, Y11")
+		p("VPADDD Y11, Y10, Y8 // tokens 0..7")
+		tail(g, "", "")
+	}
+	group(0)
+	group2(name, func() { group(1) })
+	epilogue(name, nil)
 }
 
 func zmm() {
@@ -198,12 +228,13 @@ func zmm() {
 // scales in Z4..Z7 (sc_2j in the low half, sc_2j+1 in the high), so a token takes four
 // VPMADDUBSW and four VPMADDWD/VPDPWSSD; its 16-lane sum goes to Z16+t, and the eight
 // tokens' sums are reduced by unpacks and VSHUFI64X2 to one vector of eight for tail.
-// acc/accM stay in Y12/Y13 for the whole row.
+// acc/accM stay in registers for the whole row: Y12, Y14 for tokens 0..7, Y13, Y15 for 8..15.
 `)
 	prologue(name, 64)
-	p("VMOVUPS (R9), Y12")
-	p("VMOVUPS 32(R9), Y13")
-	p("VMOVDQU64 kqtM4<>(SB), Z15")
+	accRegs := []string{"Y12", "Y13", "Y14", "Y15"}
+	for i, r := range accRegs {
+		p("VMOVUPS %d(R9), %s", 32*i, r)
+	}
 	label(name + "_block")
 	p("PREFETCHT1 4096(SI)")
 	p("PREFETCHT1 4160(SI)")
@@ -218,40 +249,44 @@ func zmm() {
 		p("VMOVDQU64 %d(SI), Y24", 16+32*j)
 		p("VPSRLW $4, Y24, Y25")
 		p("VINSERTI64X4 $1, Y25, Z24, Z24")
-		p("VPANDD Z15, Z24, Z%d", j)
+		p("VPANDD kqtM4<>(SB), Z24, Z%d", j)
 	}
-	for t := range 8 {
-		sum, tmp := fmt.Sprintf("Z%d", 16+t), fmt.Sprintf("Z%d", 24+t)
-		p("VPMADDUBSW %s, Z0, %s", tok(t, 0), tmp)
-		p("VPMADDWD Z4, %s, %s", tmp, sum)
-		for j := 1; j < 4; j++ {
-			p("VPMADDUBSW %s, Z%d, %s", tok(t, 64*j), j, tmp)
-			p("VPDPWSSD Z%d, %s, %s", 4+j, tmp, sum)
+	group := func(g int) {
+		for t := range 8 {
+			sum, tmp := fmt.Sprintf("Z%d", 16+t), fmt.Sprintf("Z%d", 24+t%4)
+			p("VPMADDUBSW %s, Z0, %s", tok(t, 0), tmp)
+			p("VPMADDWD Z4, %s, %s", tmp, sum)
+			for j := 1; j < 4; j++ {
+				p("VPMADDUBSW %s, Z%d, %s", tok(t, 64*j), j, tmp)
+				p("VPDPWSSD Z%d, %s, %s", 4+j, tmp, sum)
+			}
 		}
+		comment("Pairs of tokens: per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].")
+		for k := range 4 {
+			a, b := 16+2*k, 17+2*k
+			p("VPUNPCKLDQ Z%d, Z%d, Z%d", b, a, 24+k)
+			p("VPUNPCKHDQ Z%d, Z%d, Z%d", b, a, 28+k)
+			p("VPADDD Z%d, Z%d, Z%d", 28+k, 24+k, 24+k)
+		}
+		comment("Quads: per lane the partial sums of tokens 0..3 (Z16) and 4..7 (Z17).")
+		for k := range 2 {
+			a, b := 24+2*k, 25+2*k
+			p("VPUNPCKLQDQ Z%d, Z%d, Z%d", b, a, 16+k)
+			p("VPUNPCKHQDQ Z%d, Z%d, Z%d", b, a, 18+k)
+			p("VPADDD Z%d, Z%d, Z%d", 18+k, 16+k, 16+k)
+		}
+		comment("The four lanes: [0..3 of lanes 0+1, 0..3 of 2+3, 4..7 of 0+1, 4..7 of 2+3], then halves.")
+		p("VSHUFI64X2 $0x88, Z17, Z16, Z20")
+		p("VSHUFI64X2 $0xdd, Z17, Z16, Z21")
+		p("VPADDD Z21, Z20, Z20")
+		p("VSHUFI64X2 $0x08, Z20, Z20, Z21")
+		p("VSHUFI64X2 $0x0d, Z20, Z20, Z22")
+		p("VPADDD Y22, Y21, Y8 // tokens 0..7")
+		tail(g, accRegs[g], accRegs[2+g])
 	}
-	comment("Pairs of tokens: per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3].")
-	for k := range 4 {
-		a, b := 16+2*k, 17+2*k
-		p("VPUNPCKLDQ Z%d, Z%d, Z%d", b, a, 24+k)
-		p("VPUNPCKHDQ Z%d, Z%d, Z%d", b, a, 28+k)
-		p("VPADDD Z%d, Z%d, Z%d", 28+k, 24+k, 24+k)
-	}
-	comment("Quads: per lane the partial sums of tokens 0..3 (Z16) and 4..7 (Z17).")
-	for k := range 2 {
-		a, b := 24+2*k, 25+2*k
-		p("VPUNPCKLQDQ Z%d, Z%d, Z%d", b, a, 16+k)
-		p("VPUNPCKHQDQ Z%d, Z%d, Z%d", b, a, 18+k)
-		p("VPADDD Z%d, Z%d, Z%d", 18+k, 16+k, 16+k)
-	}
-	comment("The four lanes: [0..3 of lanes 0+1, 0..3 of 2+3, 4..7 of 0+1, 4..7 of 2+3], then halves.")
-	p("VSHUFI64X2 $0x88, Z17, Z16, Z20")
-	p("VSHUFI64X2 $0xdd, Z17, Z16, Z21")
-	p("VPADDD Z21, Z20, Z20")
-	p("VSHUFI64X2 $0x08, Z20, Z20, Z21")
-	p("VSHUFI64X2 $0x0d, Z20, Z20, Z22")
-	p("VPADDD Y22, Y21, Y8 // tokens 0..7")
-	tail("Y12", "Y13")
-	epilogue(name, "Y12", "Y13")
+	group(0)
+	group2(name, func() { group(1) })
+	epilogue(name, accRegs)
 }
 
 func main() {

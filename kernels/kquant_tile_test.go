@@ -23,8 +23,8 @@ func kqTilesUpTo(best int) []int {
 
 // TestQ4KTileEveryPath: a Q4_K product (MatMul, one and two workers) gives the Go
 // reference's bits (dotQ4_KAct) under every ISA and every tile path it runs (off, AVX2,
-// 512-bit), on row counts that are not a multiple of the tile's row block (128), token
-// counts that are not a multiple of its eight, and rows of 1, 3 and 20 super-blocks (the
+// 512-bit), on row counts that are not a multiple of the tile's row block (64), token
+// counts that are not a multiple of its sixteen or eight, and rows of 1, 3 and 20 super-blocks (the
 // last longer than a call's kqTileMaxSB).
 func TestQ4KTileEveryPath(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
@@ -47,7 +47,7 @@ func TestQ4KTileEveryPath(t *testing.T) {
 				kqTile = mode
 				for i, sh := range shapes {
 					w := &mats[i]
-					for _, n := range []int{8, 16, 17, 23} {
+					for _, n := range []int{8, 16, 17, 23, 24, 41} {
 						t.Run(fmt.Sprintf("threads%d/%v/tile%d/%dx%d/n%d", threads, isa, mode, sh.rows, sh.cols, n), func(t *testing.T) {
 							x := randVec(rng, n*sh.cols)
 							got := make([]float32, n*sh.rows)
