@@ -48,7 +48,7 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 		return false
 	}
 	t1 := 0 // tokens [0,t1) go to the Q4_K tile
-	if w.DType == tensor.Q4_K && kqTile != kqTileOff {
+	if w.DType == tensor.Q4_K && kqTile != kqTileOff && n >= 8 {
 		t1 = n / 8 * 8
 		q4KTileRows(out, w, a, t1, lo, hi)
 		if t1 == n {
