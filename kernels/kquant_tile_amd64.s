@@ -568,9 +568,11 @@ q4KTileAVX2_done:
 // q4KTileZMM: q4KTileAVX2 in 512-bit registers (AVX-512 BW, VNNI): runs 2j and 2j+1 in
 // one register (Z0..Z3, their activations are the 64 consecutive bytes x[64j:64j+64]), the
 // scales in Z4..Z7 (sc_2j in the low half, sc_2j+1 in the high), so a token takes four
-// VPMADDUBSW and four VPMADDWD/VPDPWSSD; its 16-lane sum goes to Z16+t, and the eight
-// tokens' sums are reduced by unpacks and VSHUFI64X2 to one vector of eight for tail.
-// acc/accM stay in registers for the whole row: Y12, Y14 for tokens 0..7, Y13, Y15 for 8..15.
+// VPMADDUBSW and four VPMADDWD/VPDPWSSD; its 16-lane sum goes to Z16+t%8. A group's eight
+// sums are reduced by unpacks to two vectors of four tokens' partial sums per 128-bit lane
+// (Z8, Z9; the second group's Z10, Z11), the four of them by VSHUFI64X2 to one vector of
+// the sixteen tokens' sums, and the float steps run on sixteen pairs per instruction:
+// acc/accM stay in Z12/Z13 for the whole row.
 // func q4KTileZMM(w *byte, nb int, q *int8, qStride int, ts *q4KTileSB, acc *float32, rows, rowBytes, groups int)
 TEXT ·q4KTileZMM(SB), NOSPLIT, $64-72
 	MOVQ w+0(FP), BX
@@ -589,10 +591,8 @@ q4KTileZMM_row:
 	LEAQ (DI)(R12*4), R11
 	MOVQ ts+32(FP), R8
 	MOVQ nb+8(FP), CX
-	VMOVUPS 0(R9), Y12
-	VMOVUPS 32(R9), Y13
-	VMOVUPS 64(R9), Y14
-	VMOVUPS 96(R9), Y15
+	VMOVUPS (R9), Z12
+	VMOVUPS 64(R9), Z13
 q4KTileZMM_block:
 	PREFETCHT1 4096(SI)
 	PREFETCHT1 4160(SI)
@@ -727,43 +727,19 @@ q4KTileZMM_block:
 	VPUNPCKLDQ Z23, Z22, Z27
 	VPUNPCKHDQ Z23, Z22, Z31
 	VPADDD Z31, Z27, Z27
-	// Quads: per lane the partial sums of tokens 0..3 (Z16) and 4..7 (Z17).
+	// Quads: per lane the partial sums of four tokens.
 	VPUNPCKLQDQ Z25, Z24, Z16
 	VPUNPCKHQDQ Z25, Z24, Z18
-	VPADDD Z18, Z16, Z16
+	VPADDD Z18, Z16, Z8
 	VPUNPCKLQDQ Z27, Z26, Z17
 	VPUNPCKHQDQ Z27, Z26, Z19
-	VPADDD Z19, Z17, Z17
-	// The four lanes: [0..3 of lanes 0+1, 0..3 of 2+3, 4..7 of 0+1, 4..7 of 2+3], then halves.
-	VSHUFI64X2 $0x88, Z17, Z16, Z20
-	VSHUFI64X2 $0xdd, Z17, Z16, Z21
-	VPADDD Z21, Z20, Z20
-	VSHUFI64X2 $0x08, Z20, Z20, Z21
-	VSHUFI64X2 $0x0d, Z20, Z20, Z22
-	VPADDD Y22, Y21, Y8 // tokens 0..7
-	VPBROADCASTD 48(SP), Y10
-	VPMADDWD 64(R8), Y10, Y9
-	VPBROADCASTD 52(SP), Y10
-	VPMADDWD 128(R8), Y10, Y10
-	VPADDD Y10, Y9, Y9
-	VPBROADCASTD 56(SP), Y10
-	VPMADDWD 192(R8), Y10, Y10
-	VPADDD Y10, Y9, Y9
-	VPBROADCASTD 60(SP), Y10
-	VPMADDWD 256(R8), Y10, Y10
-	VPADDD Y10, Y9, Y9
-	VCVTDQ2PS Y8, Y8
-	VCVTDQ2PS Y9, Y9
-	VPBROADCASTW 0(SI), X10
-	VCVTPH2PS X10, Y10
-	VMULPS 0(R8), Y10, Y10 // d_w·d_x
-	VPBROADCASTW 2(SI), X11
-	VCVTPH2PS X11, Y11
-	VMULPS 0(R8), Y11, Y11 // dmin_w·d_x
-	VFMADD231PS Y10, Y8, Y12
-	VFMADD231PS Y11, Y9, Y14
+	VPADDD Z19, Z17, Z9
 	CMPQ groups+64(FP), $2
-	JNE q4KTileZMM_one
+	JEQ q4KTileZMM_two
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP q4KTileZMM_sums
+q4KTileZMM_two:
 	LEAQ (DI)(R12*8), DI
 	LEAQ (R11)(R12*8), R11
 	VPMADDUBSW 0(DI), Z0, Z24
@@ -843,56 +819,58 @@ q4KTileZMM_block:
 	VPUNPCKLDQ Z23, Z22, Z27
 	VPUNPCKHDQ Z23, Z22, Z31
 	VPADDD Z31, Z27, Z27
-	// Quads: per lane the partial sums of tokens 0..3 (Z16) and 4..7 (Z17).
+	// Quads: per lane the partial sums of four tokens.
 	VPUNPCKLQDQ Z25, Z24, Z16
 	VPUNPCKHQDQ Z25, Z24, Z18
-	VPADDD Z18, Z16, Z16
+	VPADDD Z18, Z16, Z10
 	VPUNPCKLQDQ Z27, Z26, Z17
 	VPUNPCKHQDQ Z27, Z26, Z19
-	VPADDD Z19, Z17, Z17
-	// The four lanes: [0..3 of lanes 0+1, 0..3 of 2+3, 4..7 of 0+1, 4..7 of 2+3], then halves.
-	VSHUFI64X2 $0x88, Z17, Z16, Z20
-	VSHUFI64X2 $0xdd, Z17, Z16, Z21
-	VPADDD Z21, Z20, Z20
-	VSHUFI64X2 $0x08, Z20, Z20, Z21
-	VSHUFI64X2 $0x0d, Z20, Z20, Z22
-	VPADDD Y22, Y21, Y8 // tokens 0..7
-	VPBROADCASTD 48(SP), Y10
-	VPMADDWD 96(R8), Y10, Y9
-	VPBROADCASTD 52(SP), Y10
-	VPMADDWD 160(R8), Y10, Y10
-	VPADDD Y10, Y9, Y9
-	VPBROADCASTD 56(SP), Y10
-	VPMADDWD 224(R8), Y10, Y10
-	VPADDD Y10, Y9, Y9
-	VPBROADCASTD 60(SP), Y10
-	VPMADDWD 288(R8), Y10, Y10
-	VPADDD Y10, Y9, Y9
-	VCVTDQ2PS Y8, Y8
-	VCVTDQ2PS Y9, Y9
-	VPBROADCASTW 0(SI), X10
-	VCVTPH2PS X10, Y10
-	VMULPS 32(R8), Y10, Y10 // d_w·d_x
-	VPBROADCASTW 2(SI), X11
-	VCVTPH2PS X11, Y11
-	VMULPS 32(R8), Y11, Y11 // dmin_w·d_x
-	VFMADD231PS Y10, Y8, Y13
-	VFMADD231PS Y11, Y9, Y15
+	VPADDD Z19, Z17, Z11
 	MOVQ R12, AX
 	SHLQ $3, AX
 	SUBQ AX, DI
 	SUBQ AX, R11
-q4KTileZMM_one:
+q4KTileZMM_sums:
+	// The four quads' lanes added: [tokens 0..3, 4..7, 8..11, 12..15].
+	VSHUFI64X2 $0x88, Z9, Z8, Z16
+	VSHUFI64X2 $0xdd, Z9, Z8, Z17
+	VPADDD Z17, Z16, Z16
+	VSHUFI64X2 $0x88, Z11, Z10, Z18
+	VSHUFI64X2 $0xdd, Z11, Z10, Z19
+	VPADDD Z19, Z18, Z18
+	VSHUFI64X2 $0x88, Z18, Z16, Z20
+	VSHUFI64X2 $0xdd, Z18, Z16, Z21
+	VPADDD Z21, Z20, Z8
+	// tail's steps for sixteen pairs.
+	VPBROADCASTD 48(SP), Z10
+	VPMADDWD 64(R8), Z10, Z9
+	VPBROADCASTD 52(SP), Z10
+	VPMADDWD 128(R8), Z10, Z10
+	VPADDD Z10, Z9, Z9
+	VPBROADCASTD 56(SP), Z10
+	VPMADDWD 192(R8), Z10, Z10
+	VPADDD Z10, Z9, Z9
+	VPBROADCASTD 60(SP), Z10
+	VPMADDWD 256(R8), Z10, Z10
+	VPADDD Z10, Z9, Z9
+	VCVTDQ2PS Z8, Z8
+	VCVTDQ2PS Z9, Z9
+	VPBROADCASTW 0(SI), Y10
+	VCVTPH2PS Y10, Z10
+	VMULPS (R8), Z10, Z10 // d_w·d_x
+	VFMADD231PS Z10, Z8, Z12
+	VPBROADCASTW 2(SI), Y11
+	VCVTPH2PS Y11, Z11
+	VMULPS (R8), Z11, Z11 // dmin_w·d_x
+	VFMADD231PS Z11, Z9, Z13
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $256, R11
 	ADDQ $320, R8
 	DECQ CX
 	JNZ q4KTileZMM_block
-	VMOVUPS Y12, 0(R9)
-	VMOVUPS Y13, 32(R9)
-	VMOVUPS Y14, 64(R9)
-	VMOVUPS Y15, 96(R9)
+	VMOVUPS Z12, 0(R9)
+	VMOVUPS Z13, 64(R9)
 	ADDQ $128, R9
 	ADDQ rowBytes+56(FP), BX
 	DECQ R10

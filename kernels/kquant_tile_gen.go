@@ -148,7 +148,7 @@ func epilogue(name string, accRegs []string) {
 	p("DECQ CX")
 	p("JNZ %s_block", name)
 	for i, r := range accRegs {
-		p("VMOVUPS %s, %d(R9)", r, 32*i)
+		p("VMOVUPS %s, %d(R9)", r, 64*i)
 	}
 	p("ADDQ $128, R9")
 	p("ADDQ rowBytes+56(FP), BX")
@@ -226,15 +226,15 @@ func zmm() {
 	s.WriteString(`// q4KTileZMM: q4KTileAVX2 in 512-bit registers (AVX-512 BW, VNNI): runs 2j and 2j+1 in
 // one register (Z0..Z3, their activations are the 64 consecutive bytes x[64j:64j+64]), the
 // scales in Z4..Z7 (sc_2j in the low half, sc_2j+1 in the high), so a token takes four
-// VPMADDUBSW and four VPMADDWD/VPDPWSSD; its 16-lane sum goes to Z16+t, and the eight
-// tokens' sums are reduced by unpacks and VSHUFI64X2 to one vector of eight for tail.
-// acc/accM stay in registers for the whole row: Y12, Y14 for tokens 0..7, Y13, Y15 for 8..15.
+// VPMADDUBSW and four VPMADDWD/VPDPWSSD; its 16-lane sum goes to Z16+t%8. A group's eight
+// sums are reduced by unpacks to two vectors of four tokens' partial sums per 128-bit lane
+// (Z8, Z9; the second group's Z10, Z11), the four of them by VSHUFI64X2 to one vector of
+// the sixteen tokens' sums, and the float steps run on sixteen pairs per instruction:
+// acc/accM stay in Z12/Z13 for the whole row.
 `)
 	prologue(name, 64)
-	accRegs := []string{"Y12", "Y13", "Y14", "Y15"}
-	for i, r := range accRegs {
-		p("VMOVUPS %d(R9), %s", 32*i, r)
-	}
+	p("VMOVUPS (R9), Z12")
+	p("VMOVUPS 64(R9), Z13")
 	label(name + "_block")
 	p("PREFETCHT1 4096(SI)")
 	p("PREFETCHT1 4160(SI)")
@@ -268,25 +268,60 @@ func zmm() {
 			p("VPUNPCKHDQ Z%d, Z%d, Z%d", b, a, 28+k)
 			p("VPADDD Z%d, Z%d, Z%d", 28+k, 24+k, 24+k)
 		}
-		comment("Quads: per lane the partial sums of tokens 0..3 (Z16) and 4..7 (Z17).")
+		comment("Quads: per lane the partial sums of four tokens.")
 		for k := range 2 {
 			a, b := 24+2*k, 25+2*k
 			p("VPUNPCKLQDQ Z%d, Z%d, Z%d", b, a, 16+k)
 			p("VPUNPCKHQDQ Z%d, Z%d, Z%d", b, a, 18+k)
-			p("VPADDD Z%d, Z%d, Z%d", 18+k, 16+k, 16+k)
+			p("VPADDD Z%d, Z%d, Z%d", 18+k, 16+k, 8+2*g+k)
 		}
-		comment("The four lanes: [0..3 of lanes 0+1, 0..3 of 2+3, 4..7 of 0+1, 4..7 of 2+3], then halves.")
-		p("VSHUFI64X2 $0x88, Z17, Z16, Z20")
-		p("VSHUFI64X2 $0xdd, Z17, Z16, Z21")
-		p("VPADDD Z21, Z20, Z20")
-		p("VSHUFI64X2 $0x08, Z20, Z20, Z21")
-		p("VSHUFI64X2 $0x0d, Z20, Z20, Z22")
-		p("VPADDD Y22, Y21, Y8 // tokens 0..7")
-		tail(g, accRegs[g], accRegs[2+g])
 	}
 	group(0)
-	group2(name, func() { group(1) })
-	epilogue(name, accRegs)
+	p("CMPQ groups+64(FP), $2")
+	p("JEQ %s_two", name)
+	p("VPXORD Z10, Z10, Z10")
+	p("VPXORD Z11, Z11, Z11")
+	p("JMP %s_sums", name)
+	label(name + "_two")
+	p("LEAQ (DI)(R12*8), DI")
+	p("LEAQ (R11)(R12*8), R11")
+	group(1)
+	p("MOVQ R12, AX")
+	p("SHLQ $3, AX")
+	p("SUBQ AX, DI")
+	p("SUBQ AX, R11")
+	label(name + "_sums")
+	comment("The four quads' lanes added: [tokens 0..3, 4..7, 8..11, 12..15].")
+	p("VSHUFI64X2 $0x88, Z9, Z8, Z16")
+	p("VSHUFI64X2 $0xdd, Z9, Z8, Z17")
+	p("VPADDD Z17, Z16, Z16")
+	p("VSHUFI64X2 $0x88, Z11, Z10, Z18")
+	p("VSHUFI64X2 $0xdd, Z11, Z10, Z19")
+	p("VPADDD Z19, Z18, Z18")
+	p("VSHUFI64X2 $0x88, Z18, Z16, Z20")
+	p("VSHUFI64X2 $0xdd, Z18, Z16, Z21")
+	p("VPADDD Z21, Z20, Z8")
+	comment("tail's steps for sixteen pairs.")
+	for k := range 4 {
+		p("VPBROADCASTD %d(SP), Z10", 48+4*k)
+		if k == 0 {
+			p("VPMADDWD %d(R8), Z10, Z9", 64+64*k)
+		} else {
+			p("VPMADDWD %d(R8), Z10, Z10", 64+64*k)
+			p("VPADDD Z10, Z9, Z9")
+		}
+	}
+	p("VCVTDQ2PS Z8, Z8")
+	p("VCVTDQ2PS Z9, Z9")
+	p("VPBROADCASTW 0(SI), Y10")
+	p("VCVTPH2PS Y10, Z10")
+	p("VMULPS (R8), Z10, Z10 // d_w·d_x")
+	p("VFMADD231PS Z10, Z8, Z12")
+	p("VPBROADCASTW 2(SI), Y11")
+	p("VCVTPH2PS Y11, Z11")
+	p("VMULPS (R8), Z11, Z11 // dmin_w·d_x")
+	p("VFMADD231PS Z11, Z9, Z13")
+	epilogue(name, []string{"Z12", "Z13"})
 }
 
 func main() {

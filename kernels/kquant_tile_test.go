@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tokenwise/tokenwise/tensor"
 	"golang.org/x/sys/cpu"
@@ -103,35 +105,56 @@ func TestQ4KTileSelected(t *testing.T) {
 }
 
 // BenchmarkQ4KTile: BenchmarkKQuant's Q4_K matrix (3072×1024, Qwen3-0.6B's gate) times 16,
-// 64 and 128 tokens, two workers, with each tile path this CPU runs: q4KRowAVX2/VNNI for
-// every token ("rows"), the AVX2 tile, the 512-bit one ("zmm"), alternating in three rounds
-// (r0..r2; -count would run each path's repetitions back to back, and this machine's load
-// changes within seconds).
+// 64 and 128 tokens with each tile path this CPU runs: q4KRowAVX2/VNNI for every token
+// ("rows"), the AVX2 tile, the 512-bit one ("zmm"), alternating in three rounds (r0..r2;
+// -count would run each path's repetitions back to back). "mt2" is MatMul with two
+// workers (GMAC/s of wall time); "kernel" is kQuantRows on the calling goroutine alone,
+// the activations quantized once, in GMAC per second of the process's CPU time
+// (GMAC/cpu-s), which busy neighbours move much less than wall time (a pool's workers
+// spin between calls, so its CPU time is no measure).
 //
 //	GOEXPERIMENT=simd go test ./kernels -run '^$' -bench Q4KTile
 func BenchmarkQ4KTile(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	p := NewPool(2)
-	defer p.Close()
-	s := NewScratch(p.Threads())
 	const rows, cols = 3072, 1024
 	w, _ := randMat(b, rng, tensor.Q4_K, rows, cols)
 	best := kqTile
 	defer func() { kqTile = best }()
 	names := []string{"rows", "avx2", "zmm"}
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(p.Threads())
 	for _, n := range []int{16, 64, 128} {
 		x := randVec(rng, n*cols)
 		out := make([]float32, n*rows)
+		var a qactK
+		a.quantize(x)
+		macs := float64(rows * cols * n)
 		for round := range 3 {
 			for _, mode := range kqTilesUpTo(best) {
-				b.Run(fmt.Sprintf("n%d/%s/r%d", n, names[mode], round), func(b *testing.B) {
+				b.Run(fmt.Sprintf("kernel/n%d/%s/r%d", n, names[mode], round), func(b *testing.B) {
+					kqTile = mode
+					c0 := cpuTime()
+					for b.Loop() {
+						kQuantRows(out, &w, &a, n, 0, rows)
+					}
+					b.ReportMetric(macs*float64(b.N)/(cpuTime()-c0).Seconds()/1e9, "GMAC/cpu-s")
+				})
+				b.Run(fmt.Sprintf("mt2/n%d/%s/r%d", n, names[mode], round), func(b *testing.B) {
 					kqTile = mode
 					for b.Loop() {
 						MatMul(p, out, &w, x, n, s)
 					}
-					b.ReportMetric(float64(rows*cols*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+					b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 				})
 			}
 		}
 	}
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
