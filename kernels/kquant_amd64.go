@@ -37,7 +37,8 @@ const (
 )
 
 // asmKQuantRows is kQuantRows in assembly, where useAsmQ8 is on (AVX2 and FMA, F16C for
-// the block scales); it reports whether it ran.
+// the block scales); it reports whether it ran. Q4_K passes of eight tokens or more go to
+// the prefill tile (kquant_tile.go) in whole groups of eight, the rest to the row kernels.
 func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	if !useAsmQ8 || hi <= lo || n <= 0 {
 		return false

@@ -6,13 +6,14 @@ package kernels
 
 // The Q4_K prefill tile (kquant_tile_amd64.s, written by kquant_tile_gen.go): a block of
 // rows times sixteen tokens per call (or eight: groups), each row's super-block unpacked
-// once for all of them. q4KRowAVX2 finished each (row, token) pair of a
-// super-block by itself: horizontal sums of its integer vectors, two scalar conversions,
-// products and fused multiply-adds, about as many instructions as the integer work. The
-// tile reduces eight tokens' integer vectors of a row together and runs the float steps
-// (d_w·d_x, dmin_w·d_x, the two fused multiply-adds of gemm_q4_K_8x8_q8_K) on one vector
-// of eight pairs, with the accumulators in registers for the whole row. The arithmetic is
-// the same: every pair gets the bits of dotQ4_KAct.
+// once for all of them. q4KRowAVX2 finishes each (row, token) pair of a super-block by
+// itself: horizontal sums of its integer vectors, two scalar conversions, products and
+// fused multiply-adds, about as many instructions as the integer work. The tile reduces a
+// row's token vectors together and runs the float steps (d_w·d_x, dmin_w·d_x, the two fused
+// multiply-adds of gemm_q4_K_8x8_q8_K) on 8 (AVX2) or 16 (512-bit) pairs per instruction.
+// The arithmetic is the same: every pair gets the bits of dotQ4_KAct. BenchmarkQ4KTile
+// (kernel/, one goroutine, 3072×1024, n = 16..128): 32–43 GMAC per CPU-second per token,
+// 53–59 with the AVX2 tile, 80–90 with the 512-bit one (docs/kernels.md).
 
 //go:noescape
 func q4KTileAVX2(w *byte, nb int, q *int8, qStride int, ts *q4KTileSB, acc *float32, rows, rowBytes, groups int)
@@ -22,7 +23,7 @@ func q4KTileZMM(w *byte, nb int, q *int8, qStride int, ts *q4KTileSB, acc *float
 
 // kqTile selects the Q4_K prefill tile: kqTileOff (q4KRowAVX2/VNNI for every token),
 // kqTileAVX2, or kqTileZMM (AVX-512 BW and VNNI). setISA sets it; TOKENWISE_KQ_TILE=0
-// keeps it off, to measure one path against the other (BenchmarkKQuant runs all of them).
+// keeps it off, to measure one path against the other (BenchmarkQ4KTile runs all of them).
 const (
 	kqTileOff = iota
 	kqTileAVX2
@@ -32,9 +33,8 @@ const (
 // kqTileTokens is the tile's token count (two groups of eight); kqTileMaxSB how many
 // super-blocks one call takes (2048 columns: sixteen tokens' activations, 32 KiB, stay in
 // L1 while the call's rows run over them, and the transposed scales, 2.5 KiB, sit on the
-// stack). A longer row is taken in
-// chunks of super-blocks, the accumulators carried from one to the next, so the sums keep
-// their order.
+// stack). A longer row is taken in chunks of super-blocks, the accumulators carried from
+// one to the next, so the sums keep their order.
 const (
 	kqTileTokens = 16
 	kqTileMaxSB  = 8
