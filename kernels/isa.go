@@ -80,7 +80,8 @@ func SupportedISAs() []ISA {
 //
 // Two more variables stay user overrides under any ISA: TOKENWISE_NO_ASM=1 turns the
 // assembly off and leaves the archsimd and Go code (to measure one against the other), and
-// TOKENWISE_Q8_TILE=256 / TOKENWISE_F16_DECODE=rows4 pick variants of single kernels.
+// TOKENWISE_Q8_TILE=256 / TOKENWISE_F16_DECODE=rows4 / TOKENWISE_KQ_TILE=0 pick variants
+// of single kernels.
 func DefaultISA() ISA { return defaultISA }
 
 var defaultISA = envISA(os.Getenv, BestISA())

@@ -2,7 +2,11 @@
 
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
 
 // cpuISA is BestISA: AVX2 and FMA for the 256-bit kernels, AVX-512F as well for the
 // 512-bit ones.
@@ -34,7 +38,13 @@ var (
 	// useVNNI enables the Q8_0 prefill tiles and the AVX-512 activation quantizer: AVX-512
 	// VNNI and VL.
 	useVNNI bool
+	// kqTile selects the Q4_K prefill tile (kquant_tile.go): AVX2 with the k-quant rows,
+	// 512-bit where AVX-512 BW and VNNI are on as well.
+	kqTile int
 )
+
+// noKQTile is TOKENWISE_KQ_TILE=0: the Q4_K prefill tile stays off.
+var noKQTile = os.Getenv("TOKENWISE_KQ_TILE") == "0"
 
 // setISA sets every path switch for ISA i (which the CPU runs) and returns i. It is the
 // one place the switches are decided: TOKENWISE_NO_ASM (noAsm) keeps the assembly off
@@ -49,6 +59,14 @@ func setISA(i ISA) ISA {
 	useAVX512Attn = useAsmQ8 && wide
 	useAVX512Tile = useAsmGEMM && wide
 	useVNNI = useAsmQ8 && wide && x.HasAVX512VNNI && x.HasAVX512VL
+	switch {
+	case !useAsmQ8 || noKQTile:
+		kqTile = kqTileOff
+	case useVNNI && x.HasAVX512BW:
+		kqTile = kqTileZMM
+	default:
+		kqTile = kqTileAVX2
+	}
 	return i
 }
 
@@ -56,6 +74,7 @@ func setISA(i ISA) ISA {
 func pathSwitches() map[string]bool {
 	return map[string]bool{
 		"simd": useSIMD, "asm": useAsmGEMM, "asmF16C": useAsmQ8, "avx512Attn": useAVX512Attn,
-		"avx512Tile": useAVX512Tile, "vnni": useVNNI,
+		"avx512Tile": useAVX512Tile, "vnni": useVNNI, "kqTileAVX2": kqTile == kqTileAVX2,
+		"kqTileZMM": kqTile == kqTileZMM,
 	}
 }

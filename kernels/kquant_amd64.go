@@ -37,7 +37,8 @@ const (
 )
 
 // asmKQuantRows is kQuantRows in assembly, where useAsmQ8 is on (AVX2 and FMA, F16C for
-// the block scales); it reports whether it ran.
+// the block scales); it reports whether it ran. Q4_K passes of eight tokens or more go to
+// the prefill tile (kquant_tile.go) in whole groups of eight, the rest to the row kernels.
 func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	if !useAsmQ8 || hi <= lo || n <= 0 {
 		return false
@@ -47,12 +48,20 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	default:
 		return false
 	}
+	t1 := 0 // tokens [0,t1) go to the Q4_K tile
+	if w.DType == tensor.Q4_K && kqTile != kqTileOff && n >= 8 {
+		t1 = n / 8 * 8
+		q4KTileRows(out, w, a, t1, lo, hi)
+		if t1 == n {
+			return true
+		}
+	}
 	rows, nb := w.Rows, w.Cols/256
 	var acc [kqAcc]float32
-	block := kqAcc / (16 * min(n, kqTokens))
+	block := kqAcc / (16 * min(n-t1, kqTokens))
 	for r0 := lo; r0 < hi; r0 += block {
 		nr := min(block, hi-r0)
-		for t0 := 0; t0 < n; t0 += kqTokens {
+		for t0 := t1; t0 < n; t0 += kqTokens {
 			nt := min(kqTokens, n-t0)
 			// Called directly, not through a func value: that would lose //go:noescape and
 			// put acc on the heap, 8 KiB per call (the garbage collector then took half of a
