@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -235,4 +236,92 @@ func lookup(m map[string]any, field string) (any, bool) {
 		return nil, false
 	}
 	return lookup(sub, rest)
+}
+
+// Timing is one arm's answer to one held-out record, timed again in the interleaved pass.
+type Timing struct {
+	Index     int     `json:"index"`
+	Arm       int     `json:"arm"`
+	PrefillMs float64 `json:"prefill_ms"`
+	DecodeMs  float64 `json:"decode_ms"`
+}
+
+// timeArms runs every held-out record through the three arms in turn (record i starts at
+// arm i mod 3), so that whatever else the machine is doing falls on the arms alike: the
+// evaluations run one arm after another, minutes or hours apart, and a neighbour's load
+// then reads as one arm's speed. Each answer must be the text its evaluation recorded
+// (greedy decoding is deterministic); the timings go to path (JSONL), written at the end.
+func timeArms(ctx context.Context, dirs, prefixes []string, path string, exs []Example, want [][]Record, o evalOptions, progress func(done, total int)) ([]Timing, error) {
+	type arm struct {
+		m      *model.Model
+		tok    *tokenizer.Tokenizer
+		schema *grammar.Table
+	}
+	arms := make([]arm, len(dirs))
+	for i, dir := range dirs {
+		if len(want[i]) != len(exs) {
+			return nil, fmt.Errorf("arm %d has %d evaluated records, the held-out split %d", i, len(want[i]), len(exs))
+		}
+		m, err := model.Load(dir, model.Options{Threads: o.Threads})
+		if err != nil {
+			return nil, err
+		}
+		defer m.Close()
+		tok, err := tokenizer.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		arms[i] = arm{m: m, tok: tok}
+		if o.Schema {
+			if arms[i].schema, err = engine.NewGrammars(tok, 1).Compile(grammar.Spec{JSONSchema: debian.Schema}, grammar.Options{Whitespace: grammar.Spaced}); err != nil {
+				return nil, fmt.Errorf("answer schema: %w", err)
+			}
+		}
+	}
+	var out []Timing
+	var buf bytes.Buffer
+	for i, ex := range exs {
+		for j := range arms {
+			k := (i + j) % len(arms)
+			a := arms[k]
+			ids := a.tok.Encode(prefixes[k]+train.ChatPrompt(ex.Prompt), false)
+			res, err := engine.Generate(ctx, a.m, a.tok, ids, engine.Options{MaxTokens: o.MaxTokens, Grammar: a.schema})
+			if err != nil {
+				return nil, fmt.Errorf("arm %d, held-out prompt %d: %w", k, i, err)
+			}
+			if res.Text != want[k][i].Text {
+				return nil, fmt.Errorf("arm %d, held-out prompt %d: the timed answer differs from the evaluated one (%q, evaluated %q)", k, i, res.Text, want[k][i].Text)
+			}
+			t := Timing{Index: i, Arm: k, PrefillMs: res.Timing.PrefillMs, DecodeMs: res.Timing.DecodeMs}
+			line, _ := json.Marshal(t)
+			buf.Write(append(line, '\n'))
+			out = append(out, t)
+		}
+		if progress != nil {
+			progress(i+1, len(exs))
+		}
+	}
+	return out, os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// readTimings reads the interleaved pass's timings (nil, nil when it has not run).
+func readTimings(path string) ([]Timing, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var out []Timing
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var t Timing
+		if err := json.Unmarshal(line, &t); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

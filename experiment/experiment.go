@@ -275,7 +275,9 @@ func (x *runner) steps() []step {
 			outputs: []string{"arm2", "arm2.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "spec", "arm2") }},
 		{name: "eval-arm2", title: "arm 2: evaluate", deps: []string{"train-arm2"}, key: evalKey,
 			outputs: []string{"eval/arm2.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 2) }},
-		{name: "report", title: "write the report", deps: []string{"eval-arm0", "eval-arm1", "eval-arm2"}, always: true,
+		{name: "time", title: "time the three arms in turn on each held-out record", deps: []string{"eval-arm0", "eval-arm1", "eval-arm2"}, key: evalKey,
+			outputs: []string{"eval/timing.jsonl"}, run: x.timeArms},
+		{name: "report", title: "write the report", deps: []string{"time"}, always: true,
 			run: x.report},
 	}
 }
@@ -477,6 +479,32 @@ func (x *runner) specialize(ctx context.Context, s *stepRun, specArgs []string) 
 		return err
 	}
 	return os.Rename(tmp, x.path("spec"))
+}
+
+// timeArms is the interleaved timing pass (timeArms in eval.go) whose times the report uses.
+func (x *runner) timeArms(ctx context.Context, s *stepRun) error {
+	held, err := readJSONL(x.path("data", "held-out.jsonl"))
+	if err != nil {
+		return err
+	}
+	shots, err := readJSONL(x.path("data", "shots.jsonl"))
+	if err != nil {
+		return err
+	}
+	dirs := make([]string, len(armDirs))
+	prefixes := make([]string, len(armDirs))
+	want := make([][]Record, len(armDirs))
+	for i, d := range armDirs {
+		dirs[i] = x.path(d)
+		if want[i], err = readRecords(x.path("eval", fmt.Sprintf("arm%d.jsonl", i))); err != nil {
+			return err
+		}
+	}
+	prefixes[0] = FewShotPrefix(shots)
+	path := x.path("eval", "timing.jsonl")
+	fmt.Fprintf(s.log, "time %d held-out records through the %d arms in turn -> %s\n", len(held), len(dirs), path)
+	_, err = timeArms(ctx, dirs, prefixes, path, held, want, evalOptions{MaxTokens: x.o.MaxTokens, Threads: x.o.Threads, Schema: x.o.Schema}, s.progress)
+	return err
 }
 
 // armDirs are the folders each arm is evaluated in.

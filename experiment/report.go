@@ -23,6 +23,9 @@ type Report struct {
 	Corpus  corpusStats `json:"corpus"`
 	Arms    []Arm       `json:"arms"`
 	Spec    *SpecInfo   `json:"specialization,omitempty"`
+	// InterleavedTimes says the arms' prefill and decode times are the interleaved pass's
+	// (eval/timing.jsonl), not their evaluations'.
+	InterleavedTimes bool `json:"interleaved_times"`
 	// CPUProfile is the cost model's profile of this CPU, and CPUProfileWhy how it was chosen.
 	CPUProfile    string `json:"cpu_profile"`
 	CPUProfileWhy string `json:"cpu_profile_why"`
@@ -159,6 +162,11 @@ func (x *runner) report(ctx context.Context, s *stepRun) error {
 		}
 		profiles = append(profiles, p)
 	}
+	timings, err := readTimings(x.path("eval", "timing.jsonl"))
+	if err != nil {
+		return err
+	}
+	rep.InterleavedTimes = len(timings) > 0
 	var cfgs []*model.Config
 	for i, dir := range armDirs {
 		recs, err := readRecords(x.path("eval", fmt.Sprintf("arm%d.jsonl", i)))
@@ -173,6 +181,23 @@ func (x *runner) report(ctx context.Context, s *stepRun) error {
 		a := summarize(recs)
 		a.Arm, a.Name, a.Dir, a.LMHeadRows = i, armNames[i], x.path(dir), cfg.VocabSize
 		a.Params = int64(cost.FromModelConfig(cfg).Params().Total)
+		if rep.InterleavedTimes {
+			// The interleaved pass's times, not the evaluation's (see timeArms).
+			var n int
+			a.PrefillMs, a.DecodeMs = 0, 0
+			for _, t := range timings {
+				if t.Arm == i {
+					a.PrefillMs += t.PrefillMs
+					a.DecodeMs += t.DecodeMs
+					n++
+				}
+			}
+			if n != len(recs) {
+				return fmt.Errorf("eval/timing.jsonl: %d timings of arm %d for %d records", n, i, len(recs))
+			}
+			a.PrefillMs /= float64(n)
+			a.DecodeMs /= float64(n)
+		}
 		a.MeasuredHoursPerM = (a.PrefillMs + a.DecodeMs) / 1000 * 1e6 / 3600
 		for _, p := range profiles {
 			sec, err := x.costAt(cfg, p, a.PromptTokens+a.JumpedTokens, a.OutputTokens-a.JumpedTokens)
@@ -422,7 +447,13 @@ func (r *Report) markdown(held []Example, recs [3][]Record) string {
 	b.WriteString("\n## Accuracy and tokens\n\n")
 	b.WriteString("Field-exact: a field counts when it equals the expected answer's exactly (the maintainer as its name and email; depends as the whole list). Tokens as tokenwise counted them; decode steps exclude tokens the grammar appended without a step.\n\n")
 	b.WriteString(r.Accuracy)
-	b.WriteString("\n## Measured per request on this CPU (batch 1)\n\n| arm | prefill ms | decode ms | total ms | CPU hours per 1M requests |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Measured per request on this CPU (batch 1)\n\n")
+	if r.InterleavedTimes {
+		b.WriteString("From a pass after the evaluations that ran each held-out record through the three arms in turn (the same answers), so that load from anything else on the machine falls on the arms alike; the evaluations' own times are in eval/armN.jsonl.\n\n")
+	} else {
+		b.WriteString("From the evaluations, which ran one arm after another: load from anything else on the machine can fall on one arm more than another.\n\n")
+	}
+	b.WriteString("| arm | prefill ms | decode ms | total ms | CPU hours per 1M requests |\n|---|---|---|---|---|\n")
 	for _, a := range r.Arms {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.1f |\n", a.Name, a.PrefillMs, a.DecodeMs, a.PrefillMs+a.DecodeMs, a.MeasuredHoursPerM)
 	}

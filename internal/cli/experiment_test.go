@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,7 +47,7 @@ func TestExperimentEndToEnd(t *testing.T) {
 	}
 	w1 := filepath.Join(tmp, "w1")
 	out, stderr := mustRunErr(t, args(w1)...)
-	if !strings.Contains(out, "report: ") || !strings.Contains(stderr, "[9/9] write the report: done") {
+	if !strings.Contains(out, "report: ") || !strings.Contains(stderr, "[10/10] write the report: done") {
 		t.Fatalf("experiment output:\n%s\nstderr:\n%s", out, stderr)
 	}
 	var rep experiment.Report
@@ -86,6 +87,35 @@ func TestExperimentEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// The measured times are the interleaved pass's: every record through every arm once.
+	if !rep.InterleavedTimes {
+		t.Error("report does not use the interleaved timing pass")
+	}
+	timings := readTimings(t, filepath.Join(w1, "eval", "timing.jsonl"))
+	if len(timings) != 3*len(held) {
+		t.Fatalf("%d timings for %d records × 3 arms", len(timings), len(held))
+	}
+	for _, a := range rep.Arms {
+		var pre, dec float64
+		seen := map[int]bool{}
+		for _, tm := range timings {
+			if tm.Arm == a.Arm {
+				pre += tm.PrefillMs
+				dec += tm.DecodeMs
+				seen[tm.Index] = true
+			}
+		}
+		n := float64(len(held))
+		if len(seen) != len(held) || math.Abs(a.PrefillMs-pre/n) > 1e-9 || math.Abs(a.DecodeMs-dec/n) > 1e-9 {
+			t.Errorf("arm %d: report's %.3f / %.3f ms, the timing pass's %.3f / %.3f over %d records", a.Arm, a.PrefillMs, a.DecodeMs, pre/n, dec/n, len(seen))
+		}
+	}
+	for i, tm := range timings { // record r starts at arm r mod 3
+		if want := (tm.Index + i%3) % 3; tm.Arm != want {
+			t.Errorf("timing %d: arm %d for record %d, want arm %d", i, tm.Arm, tm.Index, want)
+		}
+	}
+
 	// The record's output tokens are what `tokenwise generate` gives the same prompt.
 	recs := readRecords(t, filepath.Join(w1, "eval", "arm2.jsonl"))
 	promptFile := writeFile(t, tmp, "p.txt", train.ChatPrompt(held[0].Prompt))
@@ -139,8 +169,8 @@ func TestExperimentEndToEnd(t *testing.T) {
 
 	// A rerun skips every finished step; a new generation cap redoes the evaluations only.
 	_, stderr = mustRunErr(t, args(w1)...)
-	if n := strings.Count(stderr, "done earlier, skipped"); n != 8 {
-		t.Errorf("rerun skipped %d steps, want 8:\n%s", n, stderr)
+	if n := strings.Count(stderr, "done earlier, skipped"); n != 9 {
+		t.Errorf("rerun skipped %d steps, want 9:\n%s", n, stderr)
 	}
 	_, stderr = mustRunErr(t, args(w1, "--max-tokens", "30")...)
 	for _, s := range []string{"export", "build the Debian task", "fine-tune", "specialize the vocabulary", "adapt the specialized"} {
@@ -148,8 +178,8 @@ func TestExperimentEndToEnd(t *testing.T) {
 			t.Errorf("--max-tokens 30: %q not skipped:\n%s", s, stderr)
 		}
 	}
-	if strings.Count(stderr, "options changed since it ran") != 3 {
-		t.Errorf("--max-tokens 30: want the 3 evaluations redone:\n%s", stderr)
+	if strings.Count(stderr, "options changed since it ran") != 4 {
+		t.Errorf("--max-tokens 30: want the 3 evaluations and the timing pass redone:\n%s", stderr)
 	}
 	mustRunErr(t, args(w1)...) // back to 40
 
@@ -273,6 +303,23 @@ func readPairs(t *testing.T, path string) []experiment.Example {
 			t.Fatal(err)
 		}
 		out = append(out, ex)
+	}
+	return out
+}
+
+func readTimings(t *testing.T, path string) []experiment.Timing {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []experiment.Timing
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var tm experiment.Timing
+		if err := json.Unmarshal([]byte(line), &tm); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tm)
 	}
 	return out
 }
