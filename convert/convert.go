@@ -86,13 +86,7 @@ func HFToGGUF(dir, out string, opts Options) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	ids := tokenizer.GGUFSpecialIDs{BOS: -1, EOS: -1, PAD: -1}
-	if len(cfg.BOS) > 0 {
-		ids.BOS = cfg.BOS[0]
-	}
-	if len(cfg.EOS) > 0 {
-		ids.EOS = cfg.EOS[0]
-	}
+	ids := specialIDs(cfg)
 	if gen, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
 		var g struct {
 			BOS json.RawMessage `json:"bos_token_id"`
@@ -217,6 +211,18 @@ func HFToGGUF(dir, out string, opts Options) error {
 	}
 	meta := archMeta(cfg, hf, name, fileType)
 	return writeGGUF(out, meta, tokMeta, tensors)
+}
+
+// specialIDs are the BOS and EOS ids config.json gives (-1: none), for the GGUF tokenizer.
+func specialIDs(cfg *model.Config) tokenizer.GGUFSpecialIDs {
+	ids := tokenizer.GGUFSpecialIDs{BOS: -1, EOS: -1, PAD: -1}
+	if len(cfg.BOS) > 0 {
+		ids.BOS = cfg.BOS[0]
+	}
+	if len(cfg.EOS) > 0 {
+		ids.EOS = cfg.EOS[0]
+	}
+	return ids
 }
 
 // archMeta is the general.* and architecture metadata of a GGUF file for cfg (hf: the

@@ -51,14 +51,7 @@ func SynthGGUF(hfConfig, tokJSON, tokCfg []byte, out, dtype string, seed uint64)
 	if err != nil {
 		return err
 	}
-	ids := tokenizer.GGUFSpecialIDs{BOS: -1, EOS: -1, PAD: -1}
-	if len(cfg.BOS) > 0 {
-		ids.BOS = cfg.BOS[0]
-	}
-	if len(cfg.EOS) > 0 {
-		ids.EOS = cfg.EOS[0]
-	}
-	tokMeta, err := tokenizer.GGUFMetadata(tokJSON, tokCfg, cfg.VocabSize, ids)
+	tokMeta, err := tokenizer.GGUFMetadata(tokJSON, tokCfg, cfg.VocabSize, specialIDs(cfg))
 	if err != nil {
 		return err
 	}
@@ -118,6 +111,7 @@ func SynthGGUF(hfConfig, tokJSON, tokCfg []byte, out, dtype string, seed uint64)
 		return err
 	}
 	var buf []byte
+	units := map[tensor.DType]float64{} // unitSpread per dtype, measured once
 	return gguf.WriteStream(out, kvs, infos, 32, func(i int) ([]byte, error) {
 		t := ts[i]
 		switch {
@@ -139,9 +133,16 @@ func SynthGGUF(hfConfig, tokJSON, tokCfg []byte, out, dtype string, seed uint64)
 			buf = make([]byte, size)
 		}
 		buf = buf[:size]
+		unit, ok := units[t.info.DType]
+		if !ok {
+			if unit, err = unitSpread(t.info.DType); err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", t.info.Name, err)
+			}
+			units[t.info.DType] = unit
+		}
 		h := fnv.New64a()
 		h.Write([]byte(t.info.Name))
-		if err := randomBlocks(t.info.DType, buf, std, rand.New(rand.NewPCG(seed, h.Sum64()))); err != nil {
+		if err := randomBlocks(t.info.DType, buf, std/unit, rand.New(rand.NewPCG(seed, h.Sum64()))); err != nil {
 			return nil, fmt.Errorf("tensor %s: %w", t.info.Name, err)
 		}
 		return buf, nil
@@ -149,19 +150,14 @@ func SynthGGUF(hfConfig, tokJSON, tokCfg []byte, out, dtype string, seed uint64)
 }
 
 // randomBlocks fills dst with blocks of dt whose quants and sub-block scales are uniformly
-// random bytes and whose block scale d makes the weights' standard deviation std: every
-// dequantized weight is d times a random integer expression, so d = std / the deviation of
-// that expression, which unitSpread measures once per dtype.
-func randomBlocks(dt tensor.DType, dst []byte, std float64, rng *rand.Rand) error {
+// random bytes and whose block scale is d: every dequantized weight is d times a random
+// integer expression, so d = the wanted deviation / that expression's (unitSpread).
+func randomBlocks(dt tensor.DType, dst []byte, scale float64, rng *rand.Rand) error {
 	bs, err := dt.BytesFor(dt.BlockSize())
 	if err != nil {
 		return err
 	}
-	unit, err := unitSpread(dt)
-	if err != nil {
-		return err
-	}
-	d := tensor.F32ToF16(float32(std / unit))
+	d := tensor.F32ToF16(float32(scale))
 	for i := 0; i+8 <= len(dst); i += 8 {
 		binary.LittleEndian.PutUint64(dst[i:], rng.Uint64())
 	}

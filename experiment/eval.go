@@ -59,21 +59,24 @@ func (r Record) Exact() bool {
 }
 
 // readJSONL reads {"prompt","completion"} lines.
-func readJSONL(path string) ([]Example, error) {
+func readJSONL(path string) ([]Example, error) { return readLines[Example](path) }
+
+// readLines reads a JSONL file of T, skipping blank lines; an error names the line.
+func readLines[T any](path string) ([]T, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []Example
+	var out []T
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var ex Example
-		if err := json.Unmarshal(line, &ex); err != nil {
+		var v T
+		if err := json.Unmarshal(line, &v); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
 		}
-		out = append(out, ex)
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -112,21 +115,11 @@ func evaluate(ctx context.Context, dir, path string, exs []Example, o evalOption
 	if len(done) == len(exs) {
 		return done, nil
 	}
-	m, err := model.Load(dir, model.Options{Threads: o.Threads})
+	m, tok, schema, err := loadArm(dir, o)
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	var schema *grammar.Table
-	if o.Schema {
-		if schema, err = engine.NewGrammars(tok, 1).Compile(grammar.Spec{JSONSchema: debian.Schema}, grammar.Options{Whitespace: grammar.Spaced}); err != nil {
-			return nil, fmt.Errorf("answer schema: %w", err)
-		}
-	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -157,6 +150,28 @@ func evaluate(ctx context.Context, dir, path string, exs []Example, o evalOption
 		}
 	}
 	return out, f.Sync()
+}
+
+// loadArm loads the model and tokenizer in dir and, with o.Schema, compiles the answer's
+// schema for its vocabulary.
+func loadArm(dir string, o evalOptions) (*model.Model, *tokenizer.Tokenizer, *grammar.Table, error) {
+	m, err := model.Load(dir, model.Options{Threads: o.Threads})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		m.Close()
+		return nil, nil, nil, err
+	}
+	var schema *grammar.Table
+	if o.Schema {
+		if schema, err = engine.NewGrammars(tok, 1).Compile(grammar.Spec{JSONSchema: debian.Schema}, grammar.Options{Whitespace: grammar.Spaced}); err != nil {
+			m.Close()
+			return nil, nil, nil, fmt.Errorf("answer schema: %w", err)
+		}
+	}
+	return m, tok, schema, nil
 }
 
 // readRecords reads an arm's records so far; a missing file is none, and a last line cut
@@ -262,21 +277,12 @@ func timeArms(ctx context.Context, dirs, prefixes []string, path string, exs []E
 		if len(want[i]) != len(exs) {
 			return nil, fmt.Errorf("arm %d has %d evaluated records, the held-out split %d", i, len(want[i]), len(exs))
 		}
-		m, err := model.Load(dir, model.Options{Threads: o.Threads})
+		m, tok, schema, err := loadArm(dir, o)
 		if err != nil {
 			return nil, err
 		}
 		defer m.Close()
-		tok, err := tokenizer.Load(dir)
-		if err != nil {
-			return nil, err
-		}
-		arms[i] = arm{m: m, tok: tok}
-		if o.Schema {
-			if arms[i].schema, err = engine.NewGrammars(tok, 1).Compile(grammar.Spec{JSONSchema: debian.Schema}, grammar.Options{Whitespace: grammar.Spaced}); err != nil {
-				return nil, fmt.Errorf("answer schema: %w", err)
-			}
-		}
+		arms[i] = arm{m: m, tok: tok, schema: schema}
 	}
 	var out []Timing
 	var buf bytes.Buffer
@@ -306,22 +312,9 @@ func timeArms(ctx context.Context, dirs, prefixes []string, path string, exs []E
 
 // readTimings reads the interleaved pass's timings (nil, nil when it has not run).
 func readTimings(path string) ([]Timing, error) {
-	data, err := os.ReadFile(path)
+	ts, err := readLines[Timing](path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
-	} else if err != nil {
-		return nil, err
 	}
-	var out []Timing
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var t Timing
-		if err := json.Unmarshal(line, &t); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return ts, err
 }

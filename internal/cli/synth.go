@@ -78,13 +78,9 @@ margins: for parity tests, synth floats and export them.`,
 var torchDTypes = map[tensor.DType]string{tensor.F32: "float32", tensor.F16: "float16", tensor.BF16: "bfloat16"}
 
 func synth(configPath, tokPath string, dt tensor.DType, seed uint64, out string, log io.Writer) error {
-	raw, err := os.ReadFile(configPath)
+	raw, cfg, err := readSynthConfig(configPath)
 	if err != nil {
 		return err
-	}
-	cfg, err := model.ParseConfig(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", configPath, err)
 	}
 	var tokFiles map[string][]byte
 	if tokPath != "" {
@@ -148,6 +144,19 @@ func synth(configPath, tokPath string, dt tensor.DType, seed uint64, out string,
 	return nil
 }
 
+// readSynthConfig reads and parses --config.
+func readSynthConfig(path string) ([]byte, *model.Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := model.ParseConfig(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return raw, cfg, nil
+}
+
 // synthGGUF writes a random k-quant GGUF file (convert.SynthGGUF).
 func synthGGUF(configPath, tokPath, dtype string, seed uint64, out string, log io.Writer) error {
 	if !strings.HasSuffix(out, ".gguf") {
@@ -156,13 +165,9 @@ func synthGGUF(configPath, tokPath, dtype string, seed uint64, out string, log i
 	if tokPath == "" {
 		return fmt.Errorf("--dtype %s: a GGUF file carries its tokenizer: give --tokenizer", dtype)
 	}
-	raw, err := os.ReadFile(configPath)
+	raw, cfg, err := readSynthConfig(configPath)
 	if err != nil {
 		return err
-	}
-	cfg, err := model.ParseConfig(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", configPath, err)
 	}
 	files, err := tokenizerFiles(tokPath, cfg.VocabSize)
 	if err != nil {
