@@ -30,7 +30,7 @@ import (
 // Options control a conversion.
 type Options struct {
 	// DType of the written weight matrices: "f32", "f16", "bf16" or "q8_0" (GGUF only), or
-	// for GGUF one of llama-quantize's k-quant file types, "q4_k_m" or "q6_k", which choose
+	// for GGUF one of llama-quantize's k-quant file types (KMixNames: "q4_k_m", ...), which choose
 	// a dtype per tensor as llama-quantize does (kMix). "" keeps each tensor's dtype; a
 	// quantized GGUF tensor becomes f32 in an HF folder.
 	DType string

@@ -67,11 +67,25 @@ type kMix struct {
 	ftype int          // general.file_type (enum llama_ftype)
 }
 
-// parseKMix reads the k-quant file types tokenwise writes: q4_k_m and q6_k.
+// KMixNames lists the k-quant file types export and synth write, for messages and help.
+const KMixNames = "q4_k_s, q4_k_m, q5_k_s, q5_k_m or q6_k"
+
+// IsKMix says whether s (any case) names one of llama-quantize's k-quant file types that
+// export and synth write (KMixNames).
+func IsKMix(s string) bool { _, ok := parseKMix(s); return ok }
+
+// parseKMix reads the k-quant file types tokenwise writes: q4_k_s, q4_k_m, q5_k_s, q5_k_m
+// and q6_k (general.file_type: enum llama_ftype in include/llama.h).
 func parseKMix(s string) (kMix, bool) {
 	switch strings.ToLower(s) {
+	case "q4_k_s":
+		return kMix{"q4_k_s", tensor.Q4_K, 14}, true
 	case "q4_k_m":
 		return kMix{"q4_k_m", tensor.Q4_K, 15}, true
+	case "q5_k_s":
+		return kMix{"q5_k_s", tensor.Q5_K, 16}, true
+	case "q5_k_m":
+		return kMix{"q5_k_m", tensor.Q5_K, 17}, true
 	case "q6_k":
 		return kMix{"q6_k", tensor.Q6_K, 18}, true
 	}
@@ -81,20 +95,20 @@ func parseKMix(s string) (kMix, bool) {
 // dtypeFor is llama-quantize's choice for the tensor gname (GGUF name; a matrix, or a
 // mixture's stacked experts) with rows of cols elements, in a model of nLayers layers and
 // nExperts experts (0 or 1: dense) whose output matrix is token_embd when tied
-// (llama_tensor_get_type in src/llama-quant.cpp, without an importance matrix).
+// (llama_tensor_get_type in src/llama-quant.cpp, without an importance matrix, for the
+// architectures tokenwise runs: separate q/k/v matrices, not Falcon, not a 70B):
+//   - every file type: output.weight, and token_embd.weight when it is also the output, Q6_K;
+//     a mixture's router (ffn_gate_inp) F32 (convert_hf_to_gguf.py writes it so and
+//     llama-quantize leaves it); with exactly 8 experts (Mixtral) attn_k and attn_v Q8_0;
+//   - Q4_K_M and Q5_K_M: attn_v and the down projections (ffn_down, ffn_down_exps) of layer
+//     i Q6_K where use_more_bits(i, nLayers) (the first and last eighth of the layers, and
+//     every third in between); with 8 experts, Q4_K_M's attn_output Q5_K;
+//   - Q4_K_S: attn_v of layers 0-3 and the down projections of the first eighth of the
+//     layers Q5_K; with 8 experts attn_output Q5_K;
+//   - every other matrix the file type's base type (Q4_K, Q5_K, Q6_K).
 //
-// Q4_K_M:
-//   - output.weight, and token_embd.weight when it is also the output: Q6_K;
-//   - attn_v.weight and the down projections (ffn_down, ffn_down_exps) of layer i: Q6_K where
-//     use_more_bits(i, nLayers) (the first and last eighth of the layers, and every third in
-//     between), else Q4_K;
-//   - every other matrix: Q4_K.
-//
-// Q6_K: every matrix Q6_K. Both: a mixture's router (ffn_gate_inp) is not quantized (F32, as
-// convert_hf_to_gguf.py writes it); with exactly 8 experts (Mixtral) attn_k and attn_v are
-// Q8_0, and Q4_K_M's attn_output is Q5_K, which tokenwise does not write (an error). A row
-// that is not a multiple of 256 falls back as llama-quantize does: Q6_K to Q8_0; Q4_K to
-// Q5_0, which tokenwise does not write, so that is an error.
+// A row that is not a multiple of 256 falls back as llama-quantize does: Q6_K to Q8_0; Q4_K
+// and Q5_K to Q5_0 and Q5_1, which tokenwise does not write, so that is an error.
 func (m kMix) dtypeFor(gname string, cols, nLayers, nExperts int, tied bool) (tensor.DType, error) {
 	if strings.HasSuffix(gname, ".ffn_gate_inp.weight") {
 		return tensor.F32, nil
@@ -107,27 +121,34 @@ func (m kMix) dtypeFor(gname string, cols, nLayers, nExperts int, tied bool) (te
 		}
 	}
 	attnV, attnK := strings.HasSuffix(gname, ".attn_v.weight"), strings.HasSuffix(gname, ".attn_k.weight")
-	if m.base == tensor.Q4_K {
-		switch {
-		case gname == "output.weight", tied && gname == "token_embd.weight":
+	down := strings.Contains(gname, ".ffn_down")
+	switch {
+	case gname == "output.weight", tied && gname == "token_embd.weight":
+		dt = tensor.Q6_K
+	case layer < 0:
+	case m.name == "q4_k_m" || m.name == "q5_k_m":
+		if (attnV || down) && useMoreBits(layer, nLayers) {
 			dt = tensor.Q6_K
-		case layer >= 0 && (attnV || strings.Contains(gname, ".ffn_down")):
-			if useMoreBits(layer, nLayers) {
-				dt = tensor.Q6_K
-			}
+		}
+	case m.name == "q4_k_s":
+		if attnV && layer < 4 || down && layer < nLayers/8 {
+			dt = tensor.Q5_K
 		}
 	}
 	if nExperts == 8 {
 		switch {
 		case attnV || attnK:
 			dt = tensor.Q8_0
-		case m.base == tensor.Q4_K && strings.HasSuffix(gname, ".attn_output.weight"):
-			return 0, fmt.Errorf("tensor %q: llama-quantize %s writes an 8-expert model's attn_output in Q5_K, which tokenwise does not quantize (use --dtype q6_k or q8_0, or llama-quantize)", gname, m.name)
+		case (m.name == "q4_k_m" || m.name == "q4_k_s") && strings.HasSuffix(gname, ".attn_output.weight"):
+			dt = tensor.Q5_K
 		}
 	}
 	if cols%256 != 0 {
-		if dt == tensor.Q6_K || dt == tensor.Q8_0 {
+		switch dt {
+		case tensor.Q6_K, tensor.Q8_0:
 			return tensor.Q8_0, nil
+		case tensor.Q5_K:
+			return 0, fmt.Errorf("tensor %q: rows of %d are not a multiple of 256, where llama-quantize %s writes Q5_1, which tokenwise does not (use --dtype q8_0 or q6_k)", gname, cols, m.name)
 		}
 		return 0, fmt.Errorf("tensor %q: rows of %d are not a multiple of 256, where llama-quantize %s writes Q5_0, which tokenwise does not (use --dtype q8_0 or q6_k)", gname, cols, m.name)
 	}

@@ -15,8 +15,8 @@ import (
 )
 
 // SynthGGUF writes a seeded random-weight GGUF of the architecture and shape hfConfig (a
-// config.json) describes, in one of llama-quantize's k-quant file types (dtype "q4_k_m" or
-// "q6_k": each tensor the dtype that file type gives it, as export writes them), with the
+// config.json) describes, in one of llama-quantize's k-quant file types (dtype "q4_k_m",
+// "q6_k", ... KMixNames: each tensor the dtype that file type gives it, as export writes them), with the
 // tokenizer tokJSON (tokCfg: its tokenizer_config.json, or nil).
 //
 // It exists for shapes too large to go through a float checkpoint on one machine: a
@@ -34,7 +34,7 @@ import (
 func SynthGGUF(hfConfig, tokJSON, tokCfg []byte, out, dtype string, seed uint64) error {
 	mix, ok := parseKMix(dtype)
 	if !ok {
-		return fmt.Errorf("dtype %q: a GGUF synth writes llama-quantize's k-quant file types q4_k_m or q6_k", dtype)
+		return fmt.Errorf("dtype %q: a GGUF synth writes llama-quantize's k-quant file types %s", dtype, KMixNames)
 	}
 	hf, err := model.ParseHFConfig(hfConfig)
 	if err != nil {

@@ -62,21 +62,22 @@ func sameTensors(t *testing.T, what, a, b string) {
 
 // TestKQuantsMatchLlamaCpp: a synthetic 8-layer Llama-architecture checkpoint (hidden 256,
 // so every matrix is made of whole k-quant super-blocks), in Q4_K_M (Q4_K with Q6_K for the
-// output matrix and the attn_v / ffn_down of layers 0, 3, 6 and 7; untied embeddings) and
-// Q6_K (tied embeddings). tokenwise's export (--dtype q4_k_m, q6_k) writes llama-quantize's tensors
-// byte for byte (compared where a llama.cpp build is at hand; without one, the export's
-// blocks are still ggml's: tensor.TestQuantizeKMatchesGGML), and on that file tokenwise gives
-// llama.cpp's 64 greedy tokens after each prompt and its first-step top-16 logits within
-// 1e-4, which is exact up to the precision of recovering logits from node-llama-cpp's
-// probabilities (the SmolLM2 Q4_1 test measures ≤ 1.4e-7 there): the k-quant products are
-// llama.cpp's arithmetic (ggml's repacked Q4_K gemv/gemm, its vec_dot for Q6_K), not an
-// approximation of it. Measured: ≤ 4.7e-8 on tokenwise's exports, 2.7e-8 (Q4_K_M), 6.2e-8
-// (Q5_K_M) and 0 (Q6_K) on llama-quantize's files, whose Q4_K_M and Q6_K tensors were
-// tokenwise's byte for byte. With Q4_K summed in vec_dot_q4_K_q8_K's lane
-// order instead (each product within 1e-6 of this one), the one-token prompt's logits moved
-// by 0.43: a last-bit change flips a Q8_K rounding of the next layer's input, and the
-// flips compound over 8 layers. Where llama-quantize is at hand, its Q5_K_M file (Q5_K and Q6_K) runs
-// the same comparison.
+// output matrix and the attn_v / ffn_down of layers 0, 3, 6 and 7; untied embeddings), Q5_K_M
+// (the same over Q5_K) and Q6_K (tied embeddings), a Qwen3-MoE in Q4_K_M and Q6_K, and a
+// Mixtral in Q4_K_M (8 experts: Q8_0 attn_k/attn_v, Q5_K attn_output). tokenwise's export
+// (--dtype q4_k_m, q5_k_m, q6_k) writes llama-quantize's tensors byte for byte (compared
+// where a llama.cpp build is at hand, which also adds Q4_K_S and Q5_K_S; without one, the
+// export's blocks are still ggml's: tensor.TestQuantizeKMatchesGGML), and on that file
+// tokenwise gives llama.cpp's 64 greedy tokens after each prompt and its first-step top-16
+// logits within 1e-4, which is exact up to the precision of recovering logits from
+// node-llama-cpp's probabilities (the SmolLM2 Q4_1 test measures ≤ 1.4e-7 there): the
+// k-quant products are llama.cpp's arithmetic (ggml's repacked Q4_K gemv/gemm, its vec_dot
+// for Q5_K and Q6_K), not an approximation of it. Measured (Intel Xeon, AVX-512,
+// libggml-cpu-skylakex): 2.7e-8 (Q4_K_M), 6.2e-8 (Q5_K_M), 0 (Q6_K), 5.5e-8 / 4.7e-8
+// (Qwen3-MoE), 5.3e-8 (Mixtral). With Q4_K summed in vec_dot_q4_K_q8_K's lane order instead
+// (each product within 1e-6 of this one), the one-token prompt's logits moved by 0.43: a
+// last-bit change flips a Q8_K rounding of the next layer's input, and the flips compound
+// over 8 layers.
 func TestKQuantsMatchLlamaCpp(t *testing.T) {
 	testref.Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
 	if testing.Short() {
@@ -96,7 +97,7 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 		// matrix for both); all four combinations measured exact once (≤ 4.7e-8).
 		{"tied=false", `{"model_type":"llama","vocab_size":49152,"hidden_size":256,"intermediate_size":768,"num_hidden_layers":8,
 		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000,"tie_word_embeddings":false}`,
-			[]string{"q4_k_m", "q5_k_m"}},
+			[]string{"q4_k_m", "q5_k_m", "q4_k_s", "q5_k_s"}},
 		{"tied=true", `{"model_type":"llama","vocab_size":49152,"hidden_size":256,"intermediate_size":768,"num_hidden_layers":8,
 		"num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000,"tie_word_embeddings":true}`,
 			[]string{"q6_k"}},
@@ -106,6 +107,12 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 		"num_experts":16,"num_experts_per_tok":4,"norm_topk_prob":true,"num_hidden_layers":8,"num_attention_heads":4,"num_key_value_heads":2,
 		"head_dim":64,"max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000,"tie_word_embeddings":false}`,
 			[]string{"q4_k_m", "q6_k"}},
+		// A Mixtral (8 experts, 2 per token): llama-quantize's 8-expert rules, Q8_0 attn_k and
+		// attn_v and a Q5_K attn_output in Q4_K_M.
+		{"mixtral", `{"model_type":"mixtral","vocab_size":49152,"hidden_size":256,"intermediate_size":512,
+		"num_local_experts":8,"num_experts_per_tok":2,"num_hidden_layers":8,"num_attention_heads":4,"num_key_value_heads":2,
+		"max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":1000000,"tie_word_embeddings":false}`,
+			[]string{"q4_k_m"}},
 	}
 	for _, c := range cases {
 		cfgJSON := []byte(c.cfg)
@@ -143,27 +150,23 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, dt := range c.types {
-			if dt == "q5_k_m" && lq == "" {
-				continue // only llama-quantize writes it
+			if (dt == "q4_k_s" || dt == "q5_k_s") && lq == "" {
+				continue // their blocks are Q4_K_M's and Q5_K_M's kinds: compared only with llama-quantize's file
 			}
 			t.Run(c.name+"/"+dt, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), dt+".gguf")
-				if dt != "q5_k_m" {
-					if err := convert.HFToGGUF(dir, path, convert.Options{DType: dt}); err != nil {
-						t.Fatal(err)
-					}
+				if err := convert.HFToGGUF(dir, path, convert.Options{DType: dt}); err != nil {
+					t.Fatal(err)
 				}
 				if cfg.MoE() {
-					checkExpertDTypes(t, path, dt)
+					checkExpertDTypes(t, path, dt, cfg.NumExperts)
 				}
 				if lq != "" {
 					ref := filepath.Join(t.TempDir(), dt+"-llama-quantize.gguf")
 					if out, err := exec.Command(lq, f32, ref, dt, "1").CombinedOutput(); err != nil {
 						t.Fatalf("llama-quantize: %v\n%s", err, out)
 					}
-					if dt != "q5_k_m" {
-						sameTensors(t, dt, path, ref)
-					}
+					sameTensors(t, dt, path, ref)
 					path = ref // the parity run is on llama-quantize's own file
 				}
 				ref := runLlamaCpp(t, path, prompts, steps, 16, nil, map[string]any{"contextSize": 256})
@@ -185,8 +188,9 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 
 // checkExpertDTypes checks a mixture's export in a k-quant file type: experts quantized as
 // llama-quantize does (down projections by use_more_bits, 8 layers: 0, 3, 6, 7 get Q6_K in
-// Q4_K_M), the router left in F32.
-func checkExpertDTypes(t *testing.T, path, ftype string) {
+// Q4_K_M), the router left in F32; with 8 experts attn_k and attn_v Q8_0 and Q4_K_M's
+// attn_output Q5_K.
+func checkExpertDTypes(t *testing.T, path, ftype string, experts int) {
 	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -202,7 +206,14 @@ func checkExpertDTypes(t *testing.T, path, ftype string) {
 				down = tensor.Q4_K
 			}
 		}
-		for name, want := range map[string]tensor.DType{"ffn_gate_exps": base, "ffn_up_exps": base, "ffn_down_exps": down, "ffn_gate_inp": tensor.F32} {
+		want := map[string]tensor.DType{"ffn_gate_exps": base, "ffn_up_exps": base, "ffn_down_exps": down, "ffn_gate_inp": tensor.F32}
+		if experts == 8 {
+			want["attn_k"], want["attn_v"], want["attn_output"] = tensor.Q8_0, tensor.Q8_0, base
+			if ftype == "q4_k_m" {
+				want["attn_output"] = tensor.Q5_K
+			}
+		}
+		for name, want := range want {
 			full := fmt.Sprintf("blk.%d.%s.weight", l, name)
 			if ti, ok := f.Tensor(full); !ok || ti.DType != want {
 				t.Errorf("%s: %s is %v (present %v), want %v", ftype, full, ti.DType, ok, want)

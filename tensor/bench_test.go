@@ -13,7 +13,7 @@ func BenchmarkDequantize(b *testing.B) {
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
-	for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K} {
+	for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K} {
 		size, _ := dt.BytesFor(n)
 		src := make([]byte, size)
 		if dt.Quantized() && dt.BlockSize() == QK_K {

@@ -7,8 +7,8 @@
 // views (Float32s, Uint16s, Bytes) assume a little-endian host (amd64, arm64).
 //
 // Dequantize reads F32, F16, BF16, F64, I8..I64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the k-quants
-// Q2_K..Q6_K; Quantize writes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K. Both are checked
-// bit for bit against gguf-py's ports of ggml's reference code (ref_test.go), Q4_K and Q6_K
+// Q2_K..Q6_K; Quantize writes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K. Both are checked
+// bit for bit against gguf-py's ports of ggml's reference code (ref_test.go), the k-quants
 // (which gguf-py does not quantize) against llama-quantize (quantk_test.go).
 package tensor
 

@@ -266,7 +266,7 @@ func dequantQ6K(blk []byte, y []float32) {
 }
 
 // Quantize encodes src into dst as type dt. len(dst) must be exactly dt.BytesFor(len(src)).
-// Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; the block types match ggml's
+// Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K; the block types match ggml's
 // quantize_row_*_ref bit for bit (the reference llama-quantize and convert_hf_to_gguf use).
 func Quantize(dt DType, src []float32, dst []byte) error {
 	want, err := dt.BytesFor(len(src))
@@ -313,6 +313,8 @@ func Quantize(dt DType, src []float32, dst []byte) error {
 		}
 	case Q4_K:
 		eachBlock(len(src)/QK_K, func(b int) { quantQ4K(src[QK_K*b:QK_K*b+QK_K], dst[144*b:144*b+144]) })
+	case Q5_K:
+		eachBlock(len(src)/QK_K, func(b int) { quantQ5K(src[QK_K*b:QK_K*b+QK_K], dst[176*b:176*b+176]) })
 	case Q6_K:
 		eachBlock(len(src)/QK_K, func(b int) { quantQ6K(src[QK_K*b:QK_K*b+QK_K], dst[210*b:210*b+210]) })
 	default:

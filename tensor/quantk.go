@@ -7,8 +7,8 @@ import (
 	"sync"
 )
 
-// Quantizers for the k-quants Q4_K and Q6_K: ggml's quantize_row_q4_K_ref and
-// quantize_row_q6_K_ref (what llama-quantize and gguf's converter run without an importance
+// Quantizers for the k-quants Q4_K, Q5_K and Q6_K: ggml's quantize_row_q4_K_ref,
+// quantize_row_q5_K_ref and quantize_row_q6_K_ref (what llama-quantize and gguf's converter run without an importance
 // matrix), reimplemented from their definition so that a block's bytes are llama-quantize's.
 // ggml builds these in its base library without FMA, so every float32 product and sum is
 // rounded on its own: the explicit float32(...) conversions below keep Go from fusing a
@@ -53,12 +53,28 @@ func sqrt32(v float32) float32 { return float32(math.Sqrt(float64(v))) } // corr
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
-// makeQKX2 is ggml's make_qkx2_quants for 32 values, nmax 15, rmin −1, rdelta 0.1, 20 steps
-// and squared error (Q4_K's call): the affine fit scale·L − min that minimizes the weighted
-// error over a small search of scales. It returns scale and the min (negated, as ggml's
-// the_min), with the levels in L.
-func makeQKX2(x, w *[32]float32, L *[32]uint8) (scale, theMin float32) {
-	const nmax, rmin, rdelta, nstep = 15, -1, 0.1, 20
+// qkx2 is one of the parameter sets ggml passes make_qkx2_quants for 32 values with squared
+// error: the largest level, and the search of iscale = (rmin + rdelta·i + nmax)/(max − min)
+// for i = 0..nstep.
+type qkx2 struct {
+	nmax  int32
+	rmin  float32
+	nstep int
+}
+
+var (
+	qkx2Q4K = qkx2{nmax: 15, rmin: -1, nstep: 20}   // quantize_row_q4_K_ref
+	qkx2Q5K = qkx2{nmax: 31, rmin: -0.5, nstep: 15} // quantize_row_q5_K_ref
+)
+
+// makeQKX2 is ggml's make_qkx2_quants for 32 values, rdelta 0.1 and squared error, with the
+// levels and search of p: the affine fit scale·L − min that minimizes the weighted error over
+// a small search of scales. It returns scale and the min (negated, as ggml's the_min), with
+// the levels in L.
+func makeQKX2(p qkx2, x, w *[32]float32, L *[32]uint8) (scale, theMin float32) {
+	const rdelta = 0.1
+	nmax, rmin, nstep := p.nmax, p.rmin, p.nstep
+	fmax := float32(nmax)
 	mn, mx := x[0], x[0]
 	sumW := w[0]
 	sumX := float32(sumW * x[0])
@@ -79,7 +95,7 @@ func makeQKX2(x, w *[32]float32, L *[32]uint8) (scale, theMin float32) {
 		*L = [32]uint8{}
 		return 0, -mn
 	}
-	iscale := nmax / (mx - mn)
+	iscale := fmax / (mx - mn)
 	scale = 1 / iscale
 	var best float32
 	for i := range 32 {
@@ -90,7 +106,7 @@ func makeQKX2(x, w *[32]float32, L *[32]uint8) (scale, theMin float32) {
 	}
 	var aux [32]uint8
 	for is := 0; is <= nstep; is++ {
-		iscale = (float32(rmin+float32(rdelta*float32(is))) + nmax) / (mx - mn)
+		iscale = (float32(rmin+float32(rdelta*float32(is))) + fmax) / (mx - mn)
 		var sumL, sumL2, sumXL float32
 		for i := range 32 {
 			l := min(max(nearestInt(float32(iscale*float32(x[i]-mn))), 0), nmax)
@@ -122,11 +138,12 @@ func makeQKX2(x, w *[32]float32, L *[32]uint8) (scale, theMin float32) {
 	return scale, -mn
 }
 
-// quantQ4K is quantize_row_q4_K_ref for one block of 256: eight sub-blocks of 32, each fit
-// by makeQKX2 with weights av_x + |x|, their scales and mins quantized to 6 bits against the
-// largest, then every value requantized with the rounded scales.
-func quantQ4K(x []float32, blk []byte) {
-	var L [256]uint8
+// fitKMin is the part quantize_row_q4_K_ref and quantize_row_q5_K_ref share for one block of
+// 256: eight sub-blocks of 32, each fit by makeQKX2 with weights av_x + |x|, their scales and
+// mins quantized to 6 bits against the largest and written with d and dmin (the block's first
+// 16 bytes, the same in both layouts), then every value requantized to 0..p.nmax with the
+// rounded scales into L.
+func fitKMin(x []float32, blk []byte, p qkx2, L *[256]uint8) {
 	var scales, mins [8]float32
 	var maxScale, maxMin float32
 	for j := range 8 {
@@ -140,7 +157,7 @@ func quantQ4K(x []float32, blk []byte) {
 		for l, v := range xs {
 			w[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = makeQKX2(xs, &w, (*[32]uint8)(L[32*j:]))
+		scales[j], mins[j] = makeQKX2(p, xs, &w, (*[32]uint8)(L[32*j:]))
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}
@@ -155,7 +172,7 @@ func quantQ4K(x []float32, blk []byte) {
 	if maxMin > 0 {
 		invMin = 63 / maxMin
 	}
-	clear(blk[:144])
+	clear(blk[:16])
 	sc := blk[4:16]
 	for j := range 8 {
 		ls := min(uint8(nearestInt(float32(invScale*scales[j]))), 63)
@@ -179,13 +196,39 @@ func quantQ4K(x []float32, blk []byte) {
 		}
 		dm := float32(F16ToF32(m16) * float32(m))
 		for i := range 32 {
-			L[32*j+i] = uint8(min(max(nearestInt(float32(x[32*j+i]+dm)/d), 0), 15))
+			L[32*j+i] = uint8(min(max(nearestInt(float32(x[32*j+i]+dm)/d), 0), p.nmax))
 		}
 	}
+}
+
+// quantQ4K is quantize_row_q4_K_ref for one block of 256 (144 bytes): fitKMin's levels
+// 0..15, two sub-blocks of 32 to each 32 bytes of nibbles.
+func quantQ4K(x []float32, blk []byte) {
+	var L [256]uint8
+	fitKMin(x, blk, qkx2Q4K, &L)
 	q := blk[16:144]
 	for j := 0; j < 256; j += 64 {
 		for l := range 32 {
 			q[l] = L[j+l] | L[j+l+32]<<4
+		}
+		q = q[32:]
+	}
+}
+
+// quantQ5K is quantize_row_q5_K_ref for one block of 256 (176 bytes): fitKMin's levels
+// 0..31, the low four bits packed as Q4_K's and the fifth bit of element l of sub-block s in
+// bit s of qh[l].
+func quantQ5K(x []float32, blk []byte) {
+	var L [256]uint8
+	fitKMin(x, blk, qkx2Q5K, &L)
+	qh, q := blk[16:48], blk[48:176]
+	clear(qh)
+	for j := 0; j < 256; j += 64 {
+		s := uint(j / 32)
+		for l := range 32 {
+			lo, hi := L[j+l], L[j+l+32]
+			qh[l] |= lo>>4<<s | hi>>4<<(s+1)
+			q[l] = lo&0xf | (hi&0xf)<<4
 		}
 		q = q[32:]
 	}

@@ -97,8 +97,8 @@ int main(int argc, char **argv) {
 	return bin
 }
 
-// TestQuantizeKMatchesGGML: Q4_K and Q6_K blocks are byte for byte ggml's
-// (quantize_row_q4_K_ref / quantize_row_q6_K_ref through ggml_quantize_chunk).
+// TestQuantizeKMatchesGGML: Q4_K, Q5_K and Q6_K blocks are byte for byte ggml's
+// (quantize_row_q4_K_ref / _q5_K_ref / _q6_K_ref through ggml_quantize_chunk).
 func TestQuantizeKMatchesGGML(t *testing.T) {
 	bin := ggmlQuantizer(t)
 	dir := t.TempDir()
@@ -108,7 +108,7 @@ func TestQuantizeKMatchesGGML(t *testing.T) {
 	if err := os.WriteFile(in, Bytes(x), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, dt := range []DType{Q4_K, Q6_K} {
+	for _, dt := range []DType{Q4_K, Q5_K, Q6_K} {
 		out := filepath.Join(dir, dt.String())
 		if b, err := exec.Command(bin, fmt.Sprint(int(dt)), fmt.Sprint(cols), in, out).CombinedOutput(); err != nil {
 			t.Fatalf("%v: ggml: %v\n%s", dt, err, b)

@@ -410,8 +410,8 @@ func TestSizeErrors(t *testing.T) {
 	if err := Dequantize(Q8_0, make([]byte, 34), make([]float32, 31)); err == nil {
 		t.Error("non-multiple element count accepted")
 	}
-	if err := Quantize(Q5_K, make([]float32, 256), make([]byte, 176)); err == nil {
-		t.Error("Quantize(Q5_K) is not supported but returned no error")
+	if err := Quantize(Q3_K, make([]float32, 256), make([]byte, 110)); err == nil {
+		t.Error("Quantize(Q3_K) is not supported but returned no error")
 	}
 	if err := Dequantize(DType(77), nil, nil); err == nil {
 		t.Error("unknown dtype accepted")

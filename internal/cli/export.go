@@ -21,7 +21,7 @@ func newExportCmd() *cobra.Command {
 		asJSON                              bool
 	)
 	cmd := &cobra.Command{
-		Use:   "export --model PATH --format gguf|hf [--dtype f32|f16|bf16|q8_0|q4_k_m|q6_k] --out PATH",
+		Use:   "export --model PATH --format gguf|hf [--dtype f32|f16|bf16|q8_0|q4_k_m|q5_k_m|q6_k|...] --out PATH",
 		Short: "Convert a checkpoint between a Hugging Face folder and a GGUF file",
 		Long: `Convert a whole checkpoint: weights, config and tokenizer.
 
@@ -32,10 +32,11 @@ llama.*/qwen2.*/qwen3.* metadata and the tokenizer (tokenizer.ggml.*, with the p
 llama.cpp must use). --format hf reads a GGUF file and writes an HF folder.
 
 --dtype sets the dtype of the weight matrices (q8_0 for GGUF only; norms and biases stay f32
-in GGUF as llama.cpp expects). q4_k_m and q6_k (GGUF only) are llama-quantize's file types:
-each matrix gets the k-quant llama-quantize gives it (Q4_K_M: Q6_K for the output matrix and
-for attn_v and ffn_down in the first and last eighth of the layers and every third layer
-between, Q4_K elsewhere), with blocks identical to llama-quantize's for the same f32 weights.
+in GGUF as llama.cpp expects). q4_k_s, q4_k_m, q5_k_s, q5_k_m and q6_k (GGUF only) are
+llama-quantize's file types: each matrix gets the k-quant llama-quantize gives it (Q4_K_M:
+Q6_K for the output matrix and for attn_v and ffn_down in the first and last eighth of the
+layers and every third layer between, Q4_K elsewhere; Q5_K_M the same over Q5_K), with
+blocks identical to llama-quantize's for the same f32 weights.
 Without it every tensor keeps its dtype, so a round trip HF -> GGUF -> HF is bit-exact;
 quantized GGUF weights become f32 in an HF folder.`,
 		Example: `  tokenwise export --model Qwen3-0.6B/ --format gguf --dtype f16 --out qwen3.gguf
@@ -84,7 +85,7 @@ quantized GGUF weights become f32 in an HF folder.`,
 	f := cmd.Flags()
 	f.StringVar(&modelPath, "model", "", "HF checkpoint folder (for --format gguf) or .gguf file (for --format hf)")
 	f.StringVar(&format, "format", "", "output format: gguf or hf")
-	f.StringVar(&dtype, "dtype", "", "dtype of the weight matrices: f32, f16, bf16, q8_0, q4_k_m or q6_k (default: keep)")
+	f.StringVar(&dtype, "dtype", "", "dtype of the weight matrices: f32, f16, bf16, q8_0, or "+convert.KMixNames+" (default: keep)")
 	f.StringVar(&out, "out", "", "output .gguf file or HF folder")
 	f.StringVar(&name, "name", "", "GGUF general.name (default: the folder's name)")
 	f.BoolVar(&asJSON, "json", false, "print {\"model\",\"format\",\"dtype\",\"out\",\"seconds\"}")

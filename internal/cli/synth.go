@@ -26,7 +26,7 @@ func newSynthCmd() *cobra.Command {
 		seed                            uint64
 	)
 	cmd := &cobra.Command{
-		Use:   "synth --config CONFIG.json [--tokenizer FILE] [--dtype f32|f16|bf16|q4_k_m|q6_k] [--seed N] --out DIR|FILE.gguf",
+		Use:   "synth --config CONFIG.json [--tokenizer FILE] [--dtype f32|f16|bf16|q4_k_m|q5_k_m|q6_k|...] [--seed N] --out DIR|FILE.gguf",
 		Short: "Write a random-weight Hugging Face checkpoint of a given shape",
 		Long: `Write a seeded random-weight checkpoint for the architecture and shape in CONFIG.json
 (a Hugging Face config.json: llama, mistral, qwen2 or qwen3) into DIR: config.json,
@@ -39,7 +39,7 @@ greedy tokens. The same config, dtype and seed always give the same bytes.
 The project's own shapes are in configs/ (Qwen3-0.6B, Qwen3-4B, Llama-3.2-1B, SmolLM2-135M,
 Qwen3-30B-A3B, Mixtral-8x7B, and tiny-* ones for tests).
 
---dtype q4_k_m or q6_k writes one GGUF file (--out FILE.gguf, --tokenizer required) in that
+--dtype q4_k_s, q4_k_m, q5_k_s, q5_k_m or q6_k writes one GGUF file (--out FILE.gguf, --tokenizer required) in that
 llama-quantize file type, its quantized blocks drawn at random directly instead of
 quantized from float weights: for shapes too large for a float checkpoint on this machine
 (a Qwen3-30B-A3B is 61 GB in bf16 and an hour of Q4_K quantization), to measure speed and
@@ -53,15 +53,15 @@ margins: for parity tests, synth floats and export them.`,
 			if configPath == "" || out == "" {
 				return errors.New("--config and --out are required")
 			}
-			if d := strings.ToLower(dtype); d == "q4_k_m" || d == "q6_k" {
+			if d := strings.ToLower(dtype); convert.IsKMix(d) {
 				return synthGGUF(configPath, tokPath, d, seed, out, cmd.ErrOrStderr())
 			}
 			dt, ok := map[string]tensor.DType{"f32": tensor.F32, "f16": tensor.F16, "bf16": tensor.BF16}[dtype]
 			if !ok {
-				return fmt.Errorf("--dtype %q: want f32, f16, bf16 (a checkpoint folder), q4_k_m or q6_k (a GGUF file)", dtype)
+				return fmt.Errorf("--dtype %q: want f32, f16, bf16 (a checkpoint folder), or %s (a GGUF file)", dtype, convert.KMixNames)
 			}
 			if strings.HasSuffix(out, ".gguf") {
-				return fmt.Errorf("--out %s: a float synth writes a checkpoint folder (export it to GGUF with tokenwise export), a GGUF synth needs --dtype q4_k_m or q6_k", out)
+				return fmt.Errorf("--out %s: a float synth writes a checkpoint folder (export it to GGUF with tokenwise export), a GGUF synth needs --dtype %s", out, convert.KMixNames)
 			}
 			return synth(configPath, tokPath, dt, seed, out, cmd.ErrOrStderr())
 		},
@@ -69,9 +69,9 @@ margins: for parity tests, synth floats and export them.`,
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "config.json giving the architecture and shape")
 	f.StringVar(&tokPath, "tokenizer", "", "tokenizer.json (or a folder holding one) to ship with the checkpoint")
-	f.StringVar(&dtype, "dtype", "bf16", "weight dtype: f32, f16 or bf16; q4_k_m or q6_k for a GGUF file of random k-quant blocks")
+	f.StringVar(&dtype, "dtype", "bf16", "weight dtype: f32, f16 or bf16; "+convert.KMixNames+" for a GGUF file of random k-quant blocks")
 	f.Uint64Var(&seed, "seed", 0, "random seed")
-	f.StringVarP(&out, "out", "o", "", "output folder (created), or the .gguf file for --dtype q4_k_m|q6_k")
+	f.StringVarP(&out, "out", "o", "", "output folder (created), or the .gguf file for a k-quant --dtype")
 	return cmd
 }
 
