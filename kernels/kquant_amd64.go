@@ -37,8 +37,10 @@ const (
 )
 
 // asmKQuantRows is kQuantRows in assembly, where useAsmQ8 is on (AVX2 and FMA, F16C for
-// the block scales); it reports whether it ran. Q4_K passes of eight tokens or more go to
-// the prefill tile (kquant_tile.go) in whole groups of eight, the rest to the row kernels.
+// the block scales); it reports whether it ran. Q4_K passes of amxMinTokens or more go to
+// the AMX tile where it runs (amx_amd64.go: whole blocks of 16 rows and 16 tokens), and
+// the rest of a pass of eight tokens or more to the 512-bit or AVX2 prefill tile
+// (kquant_tile.go) in whole groups of eight, the rest to the row kernels.
 func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	if !useAsmQ8 || hi <= lo || n <= 0 {
 		return false
@@ -48,10 +50,27 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	default:
 		return false
 	}
-	t1 := 0 // tokens [0,t1) go to the Q4_K tile
-	if w.DType == tensor.Q4_K && kqTile != kqTileOff && n >= 8 {
-		t1 = n / 8 * 8
-		q4KTileRows(out, w, a, t1, lo, hi)
+	if w.DType == tensor.Q4_K && a.amx.n > 0 {
+		// The AMX tile takes whole blocks of 16 rows times the first a.amx.n tokens; the
+		// rows after them, and the tokens after a.amx.n, go the 512-bit way below.
+		r := q4KAMXRows(out, w, &a.amx, lo, hi)
+		if r > lo && a.amx.n < n {
+			asmKQuantRowsFrom(out, w, a, n, a.amx.n, lo, r)
+		}
+		if r < hi {
+			asmKQuantRowsFrom(out, w, a, n, 0, r, hi)
+		}
+		return true
+	}
+	return asmKQuantRowsFrom(out, w, a, n, 0, lo, hi)
+}
+
+// asmKQuantRowsFrom is asmKQuantRows without the AMX tile, for tokens [t0, n).
+func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool {
+	t1 := t0 // tokens [t0,t1) go to the Q4_K tile
+	if w.DType == tensor.Q4_K && kqTile != kqTileOff && n-t0 >= 8 {
+		t1 = t0 + (n-t0)/8*8
+		q4KTileRows(out, w, a, t0, t1, lo, hi)
 		if t1 == n {
 			return true
 		}

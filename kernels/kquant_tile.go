@@ -63,15 +63,15 @@ func fillQ4KTile(ts *[kqTileMaxSB]q4KTileSB, a *qactK, t0, nt, nb, b0, n int) {
 	}
 }
 
-// q4KTileRows computes rows [lo,hi) of a Q4_K matrix times the first n tokens (a multiple
-// of eight) with the tile: sixteen at a time, eight in the last call where n is an odd
-// multiple of eight.
-func q4KTileRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
+// q4KTileRows computes rows [lo,hi) of a Q4_K matrix times tokens [from,n) (n−from a
+// multiple of eight) with the tile: sixteen at a time, eight in the last call where n−from
+// is an odd multiple of eight.
+func q4KTileRows(out []float32, w *Mat, a *qactK, from, n, lo, hi int) {
 	rows, nb := w.Rows, w.Cols/256
 	var acc [kqAcc]float32 // 32 per row: acc for the sixteen tokens, then accM
 	var ts [kqTileMaxSB]q4KTileSB
 	const block = kqAcc / 32
-	for t0 := 0; t0 < n; t0 += kqTileTokens {
+	for t0 := from; t0 < n; t0 += kqTileTokens {
 		nt := min(kqTileTokens, n-t0)
 		for r0 := lo; r0 < hi; r0 += block {
 			nr := min(block, hi-r0)

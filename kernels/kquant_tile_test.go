@@ -118,9 +118,13 @@ func BenchmarkQ4KTile(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const rows, cols = 3072, 1024
 	w, _ := randMat(b, rng, tensor.Q4_K, rows, cols)
-	best := kqTile
-	defer func() { kqTile = best }()
-	names := []string{"rows", "avx2", "zmm"}
+	best, amx := kqTile, useAMX
+	defer func() { kqTile, useAMX = best, amx }()
+	names := []string{"rows", "avx2", "zmm", "amx"}
+	modes := kqTilesUpTo(best)
+	if amx {
+		modes = append(modes, 3) // the AMX tile (amx_amd64.go), the 512-bit tile for the rest
+	}
 	p := NewPool(2)
 	defer p.Close()
 	s := NewScratch(p.Threads())
@@ -131,9 +135,13 @@ func BenchmarkQ4KTile(b *testing.B) {
 		a.quantize(x)
 		macs := float64(rows * cols * n)
 		for round := range 3 {
-			for _, mode := range kqTilesUpTo(best) {
+			for _, mode := range modes {
+				set := func() {
+					kqTile, useAMX = min(mode, kqTileZMM), mode == 3
+					prepareAMX(&w, &a, n)
+				}
 				b.Run(fmt.Sprintf("kernel/n%d/%s/r%d", n, names[mode], round), func(b *testing.B) {
-					kqTile = mode
+					set()
 					c0 := cpuTime()
 					for b.Loop() {
 						kQuantRows(out, &w, &a, n, 0, rows)
@@ -141,7 +149,7 @@ func BenchmarkQ4KTile(b *testing.B) {
 					b.ReportMetric(macs*float64(b.N)/(cpuTime()-c0).Seconds()/1e9, "GMAC/cpu-s")
 				})
 				b.Run(fmt.Sprintf("mt2/n%d/%s/r%d", n, names[mode], round), func(b *testing.B) {
-					kqTile = mode
+					set()
 					for b.Loop() {
 						MatMul(p, out, &w, x, n, s)
 					}

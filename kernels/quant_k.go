@@ -30,6 +30,7 @@ type qactK struct {
 	d     []float32 // per super-block
 	q     []int8
 	bsums []int16 // 16 per super-block, int16 as ggml's block_q8_K holds them (|sum| ≤ 16·127)
+	amx   amxPrep // the same in the AMX product's layouts, where it runs (prepareAMX)
 }
 
 // quantize fills a with x (a multiple of 256 long) as ggml's quantize_row_q8_K does: the
