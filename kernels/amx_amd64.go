@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -84,12 +83,13 @@ func amxAllowed() bool { return amxReady && kqTile == kqTileZMM && !noAMX }
 // be mostly empty, and the expansion is paid per block of rows).
 const amxMinTokens = 32
 
-// amxTileCfg is the 64-byte tile configuration LDTILECFG reads: palette 1, tiles 0..4 each
-// 16 rows of 64 bytes (C lo, C hi, A lo, A hi, B).
+// amxTileCfg is the 64-byte tile configuration LDTILECFG reads: palette 1, the eight tiles
+// each 16 rows of 64 bytes (C lo, C hi, A lo, A hi, B; and for a second token tile C lo,
+// C hi, B).
 var amxTileCfg = func() *[64]byte {
 	var c [64]byte
 	c[0] = 1
-	for t := range 5 {
+	for t := range 8 {
 		binary.LittleEndian.PutUint16(c[16+2*t:], 64)
 		c[48+t] = 16
 	}
@@ -97,14 +97,23 @@ var amxTileCfg = func() *[64]byte {
 }()
 
 //go:noescape
-func q4KAMXExpand(w *byte, nb int, side *byte, a *byte)
+func q4KAMXExpand(w *byte, nb int, side *amxSideEntry, a *byte)
 
 //go:noescape
-func q4KAMXTile(cfg *[64]byte, a *byte, aStride int, b *byte, side *byte, ts *q4KTileSB, nb int, acc *float32, buf *int32)
+func q4KAMXTile(cfg *[64]byte, a *byte, aStride int, b *byte, side *amxSideEntry, ts *q4KTileSB, nb int, acc *float32, buf *int32)
 
-// amxSide is what the tile's epilogue and the expansion read per row and super-block, 64
-// bytes: d_w and dmin_w as float32, the eight 6-bit mins and the eight scales as int16.
-const amxSide = 64
+//go:noescape
+func q4KAMXTile2(cfg *[64]byte, a *byte, aStride int, b *byte, bStride int, side *amxSideEntry, ts *q4KTileSB, tsStride int, nb int, acc *float32, buf *int32, out *float32, outStride, rowStride, pairs int)
+
+// amxSideEntry is what the tile's epilogue and the expansion read per row and super-block,
+// 64 bytes: d_w and dmin_w, the eight 6-bit mins and the eight scales.
+type amxSideEntry struct {
+	d, dmin float32
+	mn      [8]int16
+	_       [8]byte
+	sc      [8]int16
+	_       [16]byte
+}
 
 // amxVNNI transposes the activations of tokens [t0,t0+16) (nb super-blocks each) into
 // TDPBUSD's second-operand layout: per super-block and 64 columns c, 16 rows of 64 bytes,
@@ -168,10 +177,10 @@ func (p *amxPrep) amxPrepare(a *qactK, n, nb int) {
 // amxScratch is one worker's expansion of a block of 16 rows: side entries, then the two
 // byte planes per super-block and row; and the tile's accumulators and C stores.
 type amxScratch struct {
-	side []byte // nb × 16 × amxSide
-	a    []byte // 16 rows × nb × 512
-	acc  [16 * 32]float32
-	buf  [512]int32
+	side []amxSideEntry // nb × 16
+	a    []byte         // 16 rows × nb × 512
+	acc  [2 * 16 * 32]float32
+	buf  [1024]int32
 }
 
 var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
@@ -191,32 +200,36 @@ func q4KAMXRows(out []float32, w *Mat, p *amxPrep, lo, hi int) int {
 	}
 	s := amxScratchPool.Get().(*amxScratch)
 	defer amxScratchPool.Put(s)
-	if need := nb * 16 * amxSide; cap(s.side) < need {
-		s.side = make([]byte, need)
+	if need := nb * 16; cap(s.side) < need {
+		s.side = make([]amxSideEntry, need)
 	}
 	if need := 16 * nb * 512; cap(s.a) < need {
 		s.a = make([]byte, need)
 	}
-	side, a := s.side[:nb*16*amxSide], s.a[:16*nb*512]
+	side, a := s.side[:nb*16], s.a[:16*nb*512]
 	amxBlocks.Add(int64(end-lo) / 16)
+	tiles := p.n / 16
 	for r0 := lo; r0 < end; r0 += 16 {
 		for m := range 16 {
 			row := w.Data[(r0+m)*w.rowBytes:][:nb*144]
 			for b := range nb {
 				blk := (*[144]byte)(row[b*144:])
-				e := side[(b*16+m)*amxSide:][:amxSide]
-				binary.LittleEndian.PutUint32(e[0:], math.Float32bits(f16Table[uint16(blk[0])|uint16(blk[1])<<8]))
-				binary.LittleEndian.PutUint32(e[4:], math.Float32bits(f16Table[uint16(blk[2])|uint16(blk[3])<<8]))
+				e := &side[b*16+m]
+				e.d = f16Table[uint16(blk[0])|uint16(blk[1])<<8]
+				e.dmin = f16Table[uint16(blk[2])|uint16(blk[3])<<8]
 				sc, mn := q4KScales((*[12]byte)(blk[4:16]))
 				for j := range 8 {
-					binary.LittleEndian.PutUint16(e[8+2*j:], uint16(mn[j]))
-					binary.LittleEndian.PutUint16(e[32+2*j:], uint16(sc[j]))
+					e.mn[j], e.sc[j] = int16(mn[j]), int16(sc[j])
 				}
 			}
-			q4KAMXExpand(&row[0], nb, &side[m*amxSide], &a[m*nb*512])
+			q4KAMXExpand(&row[0], nb, &side[m], &a[m*nb*512])
 		}
-		for tile := 0; tile < p.n/16; tile++ {
-			clear(s.acc[:])
+		if pairs := tiles / 2; pairs > 0 {
+			q4KAMXTile2(amxTileCfg, &a[0], nb*512, &p.b[0], nb*4096, &side[0], &p.ts[0], nb*int(unsafe.Sizeof(q4KTileSB{})),
+				nb, &s.acc[0], &s.buf[0], &out[r0], 16*rows*4, rows*4, pairs)
+		}
+		if tile := tiles / 2 * 2; tile < tiles {
+			clear(s.acc[:512])
 			q4KAMXTile(amxTileCfg, &a[0], nb*512, &p.b[tile*nb*4096], &side[0], &p.ts[tile*nb], nb, &s.acc[0], &s.buf[0])
 			for t := range 16 {
 				o := out[(tile*16+t)*rows+r0:][:16]
@@ -228,3 +241,11 @@ func q4KAMXRows(out []float32, w *Mat, p *amxPrep, lo, hi int) int {
 	}
 	return end
 }
+
+// The assembly's strides: 64-byte side entries, 320-byte tile scales.
+var (
+	_ [unsafe.Sizeof(amxSideEntry{}) - 64]byte
+	_ [64 - unsafe.Sizeof(amxSideEntry{})]byte
+	_ [unsafe.Sizeof(q4KTileSB{}) - 320]byte
+	_ [320 - unsafe.Sizeof(q4KTileSB{})]byte
+)
