@@ -188,6 +188,11 @@ var amxScratchPool = sync.Pool{New: func() any { return new(amxScratch) }}
 // amxBlocks counts the 16-row blocks the AMX tile has multiplied, for tests to see it ran.
 var amxBlocks atomic.Int64
 
+// AMXBlocks is how many blocks of 16 weight rows the AMX products have multiplied in this
+// process (each times all of a product's whole 16-token tiles): a test's evidence that the
+// path ran.
+func AMXBlocks() int64 { return amxBlocks.Load() }
+
 // q4KAMXRows computes rows [lo, lo+16·k) of the Q4_K matrix w (k whole 16-row blocks that
 // fit in [lo,hi)) times the p.n tokens p holds and returns where it stopped; the caller
 // does the rows after that and the tokens after p.n.

@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tokenwise/tokenwise/convert"
 	"github.com/tokenwise/tokenwise/formats/gguf"
 	"github.com/tokenwise/tokenwise/formats/safetensors"
 	"github.com/tokenwise/tokenwise/internal/testref"
+	"github.com/tokenwise/tokenwise/kernels"
 	"github.com/tokenwise/tokenwise/model"
 	"github.com/tokenwise/tokenwise/tensor"
 	"github.com/tokenwise/tokenwise/tokenizer"
@@ -144,7 +146,9 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 		for _, s := range parityTexts {
 			prompts = append(prompts, tok.Encode(s, false))
 		}
-		prompts = append(prompts, []int{42})
+		// One prompt long enough (≥ 48 tokens) for the prefill's Q4_K products to take the
+		// AMX tile where the CPU has one (two 16-token tiles and a remainder).
+		prompts = append(prompts, []int{42}, tok.Encode(strings.Join(parityTexts, " "), false))
 		f32 := filepath.Join(t.TempDir(), "f32.gguf")
 		if err := convert.HFToGGUF(dir, f32, convert.Options{DType: "f32"}); err != nil {
 			t.Fatal(err)
@@ -176,11 +180,18 @@ func TestKQuantsMatchLlamaCpp(t *testing.T) {
 				}
 				defer m.Close()
 				var worst float64
+				amx0 := kernels.AMXBlocks()
 				for i, p := range prompts {
 					logits, ids := greedy(t, m, p, steps)
 					worst = max(worst, compare(t, fmt.Sprintf("prompt %d", i), logits, ids, ref.Prompts[i], tol))
 				}
 				t.Logf("%s (%s): %d prompts × %d greedy steps identical; first-step top-16 logits within %.3g", dt, c.name, len(prompts), steps, worst)
+				if kernels.AMXAvailable() && strings.HasPrefix(dt, "q4_k") {
+					if kernels.AMXBlocks() == amx0 {
+						t.Error("the CPU has AMX but no Q4_K product took the AMX tile")
+					}
+					t.Logf("AMX tile: %d blocks of 16 rows", kernels.AMXBlocks()-amx0)
+				}
 			})
 		}
 	}
