@@ -45,8 +45,9 @@ import (
 // kernel saves and restores the tiles with the thread on a signal or a context switch, so
 // neither a goroutine's move to another thread nor a signal can see another call's tiles.
 // (llama.cpp's AMX build loads the tile configuration once per thread and keeps it; on this
-// Emerald Rapids VM its llama-bench dies with SIGILL at its first TILEZERO, while the
-// same instructions in a test program that configures them per call run.)
+// Emerald Rapids VM its llama-bench dies with SIGILL at its first TILEZERO although the
+// kernel granted it the tile state, while the same instructions in a small C program run.
+// Why is not found.)
 
 // amxReady reports whether this CPU has AMX-TILE and AMX-INT8 and the kernel granted the
 // process the tile state.

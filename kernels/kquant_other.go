@@ -18,3 +18,5 @@ func SetAMX(on bool) bool { return false }
 
 // AMXBlocks is how many blocks of 16 weight rows the AMX products have multiplied: none.
 func AMXBlocks() int64 { return 0 }
+
+func asmQuantizeQ8K(a *qactK, x []float32, nb int) bool { return false }

@@ -44,6 +44,14 @@ func (a *qactK) quantize(x []float32) {
 		a.bsums = make([]int16, nb*16)
 	}
 	a.d, a.q, a.bsums = a.d[:nb], a.q[:nb*256], a.bsums[:nb*16]
+	if asmQuantizeQ8K(a, x, nb) {
+		return
+	}
+	a.quantizeGo(x, nb)
+}
+
+// quantizeGo is quantize's reference loop.
+func (a *qactK) quantizeGo(x []float32, nb int) {
 	for b := range nb {
 		xb := x[b*256 : b*256+256]
 		q := a.q[b*256 : b*256+256]

@@ -63,7 +63,18 @@ if [ ! -x "$lb" ]; then
 		git clone -q "$bundle" "$llama"
 	fi
 	echo "building llama-bench in $llama/build ..." >&2
-	cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \
+	# GGML_NATIVE on a CPU with AMX compiles ggml's AMX kernels, and that llama-bench dies
+	# with SIGILL at its first TILEZERO here (Emerald Rapids VM, 2026-12-05; the kernel did
+	# grant it the tile state, and why the instruction faults is not found: the same
+	# instructions in a small C program run). Its best build that runs is then the same
+	# flags without AMX.
+	native=(-DGGML_NATIVE=ON)
+	if grep -qw amx_tile /proc/cpuinfo; then
+		native=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+			-DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON)
+		echo "this CPU has AMX: building llama.cpp with AVX-512 (VNNI, BF16, VBMI) and without AMX" >&2
+	fi
+	cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release "${native[@]}" -DLLAMA_OPENSSL=OFF \
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF >/dev/null
 	cmake --build "$llama/build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
 fi
