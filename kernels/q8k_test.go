@@ -24,7 +24,7 @@ func TestQuantizeQ8KZMM(t *testing.T) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(8)-4)))
 	}
-	clear(x[256:512])                  // zero block
+	clear(x[256:512])         // zero block
 	for b := 2; b <= 3; b++ { // small values around the ties
 		for i := range 256 {
 			x[b*256+i] *= 1e-6
