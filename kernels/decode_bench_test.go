@@ -100,3 +100,54 @@ func BenchmarkDecodeF16Qwen3(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecodeKQuantStream: one k-quant matrix of about 1.2 GB (random blocks with sane
+// scales) times one token, two workers, in one call: the most a decode step's products can
+// stream in that dtype here, to set beside `tokenwise calibrate`'s read probe and the
+// model's decode bandwidth (bench's decode_gb_s). MB/s is weight bytes per second.
+//
+//	go test ./kernels -run '^$' -bench DecodeKQuantStream -benchtime 20x
+func BenchmarkDecodeKQuantStream(b *testing.B) {
+	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
+		b.Run(dt.String(), func(b *testing.B) {
+			const cols = 4096
+			bytesPerRow, _ := dt.BytesFor(cols)
+			rows := (1200 << 20) / bytesPerRow
+			data := make([]byte, rows*bytesPerRow)
+			rng := rand.New(rand.NewPCG(5, 6))
+			for i := 0; i+8 <= len(data); i += 8 {
+				v := rng.Uint64()
+				for k := range 8 {
+					data[i+k] = byte(v >> (8 * k))
+				}
+			}
+			bb, _ := dt.BytesFor(256)
+			one := tensor.F32ToF16(1e-3)
+			for o := 0; o < len(data); o += bb { // finite block scales
+				switch dt {
+				case tensor.Q6_K:
+					data[o+bb-2], data[o+bb-1] = byte(one), byte(one>>8)
+				default:
+					data[o], data[o+1], data[o+2], data[o+3] = byte(one), byte(one>>8), byte(one), byte(one>>8)
+				}
+			}
+			m, err := NewMat(dt, rows, cols, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := NewPool(2)
+			defer p.Close()
+			s := NewScratch(p.Threads())
+			x := make([]float32, cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			out := make([]float32, rows)
+			MatVec(p, out, &m, x, s)
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				MatVec(p, out, &m, x, s)
+			}
+		})
+	}
+}
