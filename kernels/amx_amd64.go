@@ -40,7 +40,7 @@ import (
 // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) (the state is 8 KiB per thread, so
 // it is opt-in); without it the first tile instruction raises SIGILL. The request is made
 // once, at start-up, where the CPU has AMX-TILE and AMX-INT8; if it fails the AMX path stays
-// off. Tile state lives only inside one assembly call (q4KAMXTile configures the tiles,
+// off. Tile state lives only inside one assembly call (q4KAMXTile2 configures the tiles,
 // computes and releases them): Go does not preempt a goroutine inside assembly, and the
 // kernel saves and restores the tiles with the thread on a signal or a context switch, so
 // neither a goroutine's move to another thread nor a signal can see another call's tiles.
@@ -82,7 +82,7 @@ func amxAllowed() bool { return amxReady && kqTile == kqTileZMM && !noAMX }
 
 // amxMinTokens: products of fewer tokens stay on the 512-bit tile (a 16-token tile would
 // be mostly empty, and the expansion is paid per block of rows).
-const amxMinTokens = 32
+const amxMinTokens = 32 // one pair of 16-token tiles
 
 // amxTileCfg is the 64-byte tile configuration LDTILECFG reads: palette 1, the eight tiles
 // each 16 rows of 64 bytes (C lo, C hi, A lo, A hi, B; and for a second token tile C lo,
@@ -99,9 +99,6 @@ var amxTileCfg = func() *[64]byte {
 
 //go:noescape
 func q4KAMXExpand(w *byte, nb int, side *amxSideEntry, a *byte)
-
-//go:noescape
-func q4KAMXTile(cfg *[64]byte, a *byte, aStride int, b *byte, side *amxSideEntry, ts *q4KTileSB, nb int, acc *float32, buf *int32)
 
 //go:noescape
 func q4KAMXTile2(cfg *[64]byte, a *byte, aStride int, b *byte, bStride int, side *amxSideEntry, ts *q4KTileSB, tsStride int, nb int, acc *float32, buf *int32, out *float32, outStride, rowStride, pairs int)
@@ -148,9 +145,10 @@ func prepareAMX(w *Mat, a *qactK, n int) {
 	}
 }
 
-// amxPrepare fills p for the first n/16·16 of a's n tokens.
+// amxPrepare fills p for the first n/32·32 of a's n tokens: the tile takes 16-token tiles
+// in pairs, and the tokens after the last pair go to the 512-bit tile.
 func (p *amxPrep) amxPrepare(a *qactK, n, nb int) {
-	p.n = n / 16 * 16
+	p.n = n / 32 * 32
 	tiles := p.n / 16
 	if need := tiles * nb * 64 * 64; cap(p.b) < need {
 		p.b = make([]byte, need)
@@ -161,26 +159,16 @@ func (p *amxPrep) amxPrepare(a *qactK, n, nb int) {
 	p.b, p.ts = p.b[:tiles*nb*4096], p.ts[:tiles*nb]
 	for tile := range tiles {
 		amxVNNI(p.b[tile*nb*4096:], a, tile*16, nb)
-		for b := range nb {
-			ts := &p.ts[tile*nb+b]
-			for t := range 16 {
-				tb := (tile*16+t)*nb + b
-				ts.d[t] = a.d[tb]
-				bs := a.bsums[tb*16 : tb*16+16]
-				for k := range 4 {
-					ts.bsp[k][t] = [2]int16{bs[4*k] + bs[4*k+1], bs[4*k+2] + bs[4*k+3]}
-				}
-			}
-		}
+		fillQ4KTile(p.ts[tile*nb:(tile+1)*nb], a, tile*16, 16, nb, 0, nb)
 	}
 }
 
 // amxScratch is one worker's expansion of a block of 16 rows: side entries, then the two
 // byte planes per super-block and row; and the tile's accumulators and C stores.
 type amxScratch struct {
-	side []amxSideEntry // nb × 16
-	a    []byte         // 16 rows × nb × 512
-	acc  [2 * 16 * 32]float32
+	side []amxSideEntry       // nb × 16
+	a    []byte               // 16 rows × nb × 512
+	acc  [2 * 16 * 32]float32 // the pair's two tiles: 16 rows × (acc, accM) × 16 tokens each
 	buf  [1024]int32
 }
 
@@ -195,7 +183,7 @@ var amxBlocks atomic.Int64
 func AMXBlocks() int64 { return amxBlocks.Load() }
 
 // q4KAMXRows computes rows [lo, lo+16·k) of the Q4_K matrix w (k whole 16-row blocks that
-// fit in [lo,hi)) times the p.n tokens p holds and returns where it stopped; the caller
+// fit in [lo,hi)) times the p.n tokens p holds (whole pairs of 16-token tiles) and returns where it stopped; the caller
 // does the rows after that and the tokens after p.n.
 func q4KAMXRows(out []float32, w *Mat, p *amxPrep, lo, hi int) int {
 	nb := w.Cols / 256
@@ -230,20 +218,8 @@ func q4KAMXRows(out []float32, w *Mat, p *amxPrep, lo, hi int) int {
 			}
 			q4KAMXExpand(&row[0], nb, &side[m], &a[m*nb*512])
 		}
-		if pairs := tiles / 2; pairs > 0 {
-			q4KAMXTile2(amxTileCfg, &a[0], nb*512, &p.b[0], nb*4096, &side[0], &p.ts[0], nb*int(unsafe.Sizeof(q4KTileSB{})),
-				nb, &s.acc[0], &s.buf[0], &out[r0], 16*rows*4, rows*4, pairs)
-		}
-		if tile := tiles / 2 * 2; tile < tiles {
-			clear(s.acc[:512])
-			q4KAMXTile(amxTileCfg, &a[0], nb*512, &p.b[tile*nb*4096], &side[0], &p.ts[tile*nb], nb, &s.acc[0], &s.buf[0])
-			for t := range 16 {
-				o := out[(tile*16+t)*rows+r0:][:16]
-				for r := range o {
-					o[r] = s.acc[r*32+t] - s.acc[r*32+16+t]
-				}
-			}
-		}
+		q4KAMXTile2(amxTileCfg, &a[0], nb*512, &p.b[0], nb*4096, &side[0], &p.ts[0], nb*int(unsafe.Sizeof(q4KTileSB{})),
+			nb, &s.acc[0], &s.buf[0], &out[r0], 16*rows*4, rows*4, tiles/2)
 	}
 	return end
 }

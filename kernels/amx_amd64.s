@@ -148,116 +148,13 @@ expand_done:
 	VZEROUPPER
 	RET
 
-// func q4KAMXTile(cfg *[64]byte, a *byte, aStride int, b *byte, side *byte, ts *q4KTileSB, nb int, acc *float32, buf *int32)
-// 16 rows (a: their expansions, aStride apart) times 16 tokens (b: their activations in
-// TDPBUSD's layout, 4096 bytes per super-block) over nb super-blocks. Per super-block: the
-// integer sums of the two byte planes in C lo and C hi (four TDPBUSD each), stored to buf,
-// then for each row isum = lo + 256·hi, and the float steps of gemm_q4_K_8x8_q8_K on its 16
-// tokens: acc += float(isum)·(d_w·d_x), accM += float(Σ mn·bsum)·(dmin_w·d_x), fused (acc:
-// 32 floats per row, the 16 tokens' acc then their accM).
-TEXT ·q4KAMXTile(SB), NOSPLIT, $0-72
-	MOVQ cfg+0(FP), AX
-	LDTILECFG_AX
-	MOVQ a+8(FP), R10
-	MOVQ aStride+16(FP), DX
-	MOVQ b+24(FP), R11
-	MOVQ side+32(FP), R12
-	MOVQ ts+40(FP), R13
-	MOVQ nb+48(FP), R15
-	MOVQ acc+56(FP), R14
-	MOVQ buf+64(FP), R8
-	LEAQ 1024(R8), R9
-	MOVQ $64, CX
-	TESTQ R15, R15
-	JZ tile_done
-tile_block:
-	TILEZERO_T0
-	TILEZERO_T1
-	LEAQ 0(R10), SI
-	LEAQ 256(R10), DI
-	LEAQ 0(R11), BX
-	TILELOADD_T2_SI_DX
-	TILELOADD_T3_DI_DX
-	TILELOADD_T4_BX_CX
-	TDPBUSD_T0_T2_T4
-	TDPBUSD_T1_T3_T4
-	LEAQ 64(R10), SI
-	LEAQ 320(R10), DI
-	LEAQ 1024(R11), BX
-	TILELOADD_T2_SI_DX
-	TILELOADD_T3_DI_DX
-	TILELOADD_T4_BX_CX
-	TDPBUSD_T0_T2_T4
-	TDPBUSD_T1_T3_T4
-	LEAQ 128(R10), SI
-	LEAQ 384(R10), DI
-	LEAQ 2048(R11), BX
-	TILELOADD_T2_SI_DX
-	TILELOADD_T3_DI_DX
-	TILELOADD_T4_BX_CX
-	TDPBUSD_T0_T2_T4
-	TDPBUSD_T1_T3_T4
-	LEAQ 192(R10), SI
-	LEAQ 448(R10), DI
-	LEAQ 3072(R11), BX
-	TILELOADD_T2_SI_DX
-	TILELOADD_T3_DI_DX
-	TILELOADD_T4_BX_CX
-	TDPBUSD_T0_T2_T4
-	TDPBUSD_T1_T3_T4
-	TILESTORED_R8_CX_T0
-	TILESTORED_R9_CX_T1
-	VMOVUPS (R13), Z20 // d_x of the 16 tokens
-	MOVQ R8, SI
-	MOVQ R12, DI
-	MOVQ R14, BX
-	MOVQ $16, AX
-tile_row:
-	VMOVDQU32 (SI), Z0
-	VMOVDQU32 1024(SI), Z1
-	VPSLLD $8, Z1, Z1
-	VPADDD Z1, Z0, Z0
-	VCVTDQ2PS Z0, Z0
-	VBROADCASTSS (DI), Z2
-	VMULPS Z20, Z2, Z2 // d_w·d_x
-	VMOVUPS (BX), Z3
-	VFMADD231PS Z2, Z0, Z3
-	VMOVUPS Z3, (BX)
-	VPBROADCASTD 8(DI), Z4
-	VPMADDWD 64(R13), Z4, Z5
-	VPBROADCASTD 12(DI), Z4
-	VPMADDWD 128(R13), Z4, Z6
-	VPADDD Z6, Z5, Z5
-	VPBROADCASTD 16(DI), Z4
-	VPMADDWD 192(R13), Z4, Z6
-	VPADDD Z6, Z5, Z5
-	VPBROADCASTD 20(DI), Z4
-	VPMADDWD 256(R13), Z4, Z6
-	VPADDD Z6, Z5, Z5
-	VCVTDQ2PS Z5, Z5
-	VBROADCASTSS 4(DI), Z2
-	VMULPS Z20, Z2, Z2 // dmin_w·d_x
-	VMOVUPS 64(BX), Z3
-	VFMADD231PS Z2, Z5, Z3
-	VMOVUPS Z3, 64(BX)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	ADDQ $128, BX
-	DECQ AX
-	JNZ tile_row
-	ADDQ $512, R10
-	ADDQ $4096, R11
-	ADDQ $1024, R12
-	ADDQ $320, R13
-	DECQ R15
-	JNZ tile_block
-tile_done:
-	TILERELEASE
-	VZEROUPPER
-	RET
-
 // func q4KAMXTile2(cfg *[64]byte, a *byte, aStride int, b *byte, bStride int, side *amxSideEntry, ts *q4KTileSB, tsStride int, nb int, acc *float32, buf *int32, out *float32, outStride, rowStride, pairs int)
-// q4KAMXTile for pairs of 16-token tiles (tile 2p at b + 2p·bStride, ts + 2p·tsStride,
+// The AMX Q4_K tile: 16 rows (a: their expansions, aStride apart) times pairs of 16-token
+// tiles (b: their activations in TDPBUSD's layout, 4096 bytes per super-block) over nb
+// super-blocks. Per super-block: the integer sums of the two byte planes in C lo and C hi
+// (four TDPBUSD each per token tile), stored to buf, then for each row isum = lo + 256·hi,
+// and the float steps of gemm_q4_K_8x8_q8_K on its 16 tokens: acc += float(isum)·(d_w·d_x),
+// accM += float(Σ mn·bsum)·(dmin_w·d_x), fused. Pairs of 16-token tiles (tile 2p at b + 2p·bStride, ts + 2p·tsStride,
 // tile 2p+1 one stride on), all in one call so that the tiles are configured once per 16
 // rows: each A tile loaded feeds both tiles of a pair, and the four accumulator tiles are
 // four independent chains of TDPBUSD. The loop is software-pipelined: super-block b+1's

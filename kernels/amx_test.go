@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -13,7 +12,8 @@ import (
 
 // TestQ4KAMX: the AMX Q4_K product gives the Go reference's bits (dotQ4_KAct) for every
 // (row, token), with one and two workers, on row counts that are not a multiple of its 16
-// (the rest go to the 512-bit tile), token counts that are not a multiple of 16 (likewise),
+// (the rest go to the 512-bit tile), token counts that are not a multiple of its pairs of
+// 16 (likewise),
 // and rows of 1, 3, 8 and 20 super-blocks; and it ran (amxBlocks moved). On a CPU or kernel
 // without AMX it is skipped, saying so.
 func TestQ4KAMX(t *testing.T) {
@@ -49,18 +49,7 @@ func TestQ4KAMX(t *testing.T) {
 					if sh.rows >= 16*threads && amxBlocks.Load() == before {
 						t.Fatal("the AMX tile did not run")
 					}
-					var a qactK
-					a.quantize(x)
-					nb := sh.cols / 256
-					for tk := range n {
-						d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
-						for r := range sh.rows {
-							want := dotQ4_KAct(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], d, q, bs)
-							if g := got[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
-								t.Fatalf("token %d row %d: %g (%#x), Go reference %g (%#x)", tk, r, g, math.Float32bits(g), want, math.Float32bits(want))
-							}
-						}
-					}
+					checkQ4KRef(t, &w, x, got, n)
 				})
 			}
 		}

@@ -50,7 +50,7 @@ type q4KTileSB struct {
 
 // fillQ4KTile transposes super-blocks b0..b0+n-1 of the nt tokens from t0 (of nb
 // super-blocks each) into ts.
-func fillQ4KTile(ts *[kqTileMaxSB]q4KTileSB, a *qactK, t0, nt, nb, b0, n int) {
+func fillQ4KTile(ts []q4KTileSB, a *qactK, t0, nt, nb, b0, n int) {
 	for i := range n {
 		for t := range nt {
 			tb := (t0+t)*nb + b0 + i
@@ -79,7 +79,7 @@ func q4KTileRows(out []float32, w *Mat, a *qactK, from, n, lo, hi int) {
 			for b0 := 0; b0 < nb; b0 += kqTileMaxSB {
 				nbc := min(kqTileMaxSB, nb-b0)
 				if r0 == lo || nb > kqTileMaxSB {
-					fillQ4KTile(&ts, a, t0, nt, nb, b0, nbc)
+					fillQ4KTile(ts[:], a, t0, nt, nb, b0, nbc)
 				}
 				row, q := &w.Data[r0*w.rowBytes+b0*144], &a.q[(t0*nb+b0)*256]
 				if kqTile == kqTileZMM {

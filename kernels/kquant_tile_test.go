@@ -54,18 +54,7 @@ func TestQ4KTileEveryPath(t *testing.T) {
 							x := randVec(rng, n*sh.cols)
 							got := make([]float32, n*sh.rows)
 							MatMul(p, got, w, x, n, s)
-							var a qactK
-							a.quantize(x)
-							nb := sh.cols / 256
-							for tk := range n {
-								d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
-								for r := range sh.rows {
-									want := dotQ4_KAct(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], d, q, bs)
-									if g := got[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
-										t.Fatalf("token %d row %d: %g (%#x), Go reference %g (%#x)", tk, r, g, math.Float32bits(g), want, math.Float32bits(want))
-									}
-								}
-							}
+							checkQ4KRef(t, w, x, got, n)
 						})
 					}
 				}
@@ -155,6 +144,24 @@ func BenchmarkQ4KTile(b *testing.B) {
 					}
 					b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 				})
+			}
+		}
+	}
+}
+
+// checkQ4KRef fails t unless got (n tokens × w.Rows) has, for every (row, token), the bits
+// of the Go reference dotQ4_KAct on x quantized to Q8_K.
+func checkQ4KRef(t *testing.T, w *Mat, x, got []float32, n int) {
+	t.Helper()
+	var a qactK
+	a.quantize(x)
+	nb := w.Cols / 256
+	for tk := range n {
+		d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
+		for r := range w.Rows {
+			want := dotQ4_KAct(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], d, q, bs)
+			if g := got[tk*w.Rows+r]; math.Float32bits(g) != math.Float32bits(want) {
+				t.Fatalf("token %d row %d: %g (%#x), Go reference %g (%#x)", tk, r, g, math.Float32bits(g), want, math.Float32bits(want))
 			}
 		}
 	}
