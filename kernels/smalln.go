@@ -22,9 +22,15 @@ func setSmallN(on bool) (prev bool) {
 	return prev
 }
 
-// smallNMax is the most tokens the small-n products take; longer passes (prefill) go to the
-// 4×4 tiles, which reuse each token's blocks across four rows as well.
+// smallNMax is the most tokens of a Q8_0 product the small-n kernels take (longer passes go
+// to the Q8_0 prefill tiles), and the most a Q4_0/Q4_1 product takes with every row of a
+// worker's band in each call (see asmSmallN).
 const smallNMax = 16
+
+// smallNChunkBytes is the weight bytes asmSmallN takes through all token groups at a time
+// in a long pass: a third of a core's L1 data cache (48 KiB here), so only the first group reads them from
+// memory (8, 16, 32, 64 and 128 KiB measured: 16 at least as fast as the others).
+const smallNChunkBytes = 16 << 10
 
 // maxSmallNBlocks bounds the rows the small-n products take (16,384 columns): the tokens'
 // transposed scales are kept on the stack.

@@ -10,15 +10,20 @@ func smallNPrepVNNI(q *int8, blocks int, xo *int8, e *int32)
 // smallNRuns reports whether the small-n kernels take w's product of n tokens.
 func smallNRuns(w *Mat, n int) bool {
 	nb := w.Cols / 32
-	if !smallN || !useAsmQ8 || n > smallNMax || nb == 0 || nb > maxSmallNBlocks {
+	if !smallN || !useAsmQ8 || nb == 0 || nb > maxSmallNBlocks {
 		return false
 	}
 	switch w.DType {
 	case tensor.Q8_0:
-		// Decode stays with asmMatVecQ8_0, which streams the rows as fast.
-		return n >= 2
+		// Decode stays with asmMatVecQ8_0, which streams the rows as fast; prefill goes to
+		// the Q8_0 tiles.
+		return n >= 2 && n <= smallNMax
 	case tensor.Q4_0, tensor.Q4_1:
-		// Decode too: 2.5-3.5× the one-row kernels (BenchmarkSmallN n=1).
+		// Decode too: 2.5-3.5× the one-row kernels (BenchmarkSmallN n=1). And prefill:
+		// these dtypes have no prefill tile in assembly, and the archsimd 4×4 panel
+		// (quantPanel) took SmolLM2-135M Q4_1 to 84 prompt tokens/s at 128 tokens where
+		// these kernels, in row chunks that stay in cache across the token groups (see
+		// asmSmallN), give several times that (BenchmarkQ4Prefill).
 		return n >= 1
 	}
 	return false
@@ -95,23 +100,35 @@ func asmSmallN(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 	if w.DType == tensor.Q4_1 {
 		sT = sn.sT[:len(dT)]
 	}
-	for t0 := 0; t0 < n; t0 += step {
-		T := min(step, n-t0)
-		g := t0/8*nb*8 + t0%8 // the group's transposed scales, from token t0's lane
-		xt, dt, st := &x[t0*nb*32], &dT[g], &sT[g]
-		var et *int32
-		if e != nil {
-			et = &e[t0*nb*8]
-		}
-		if pairs := (hi - lo) / 2; pairs > 0 {
-			call(w.DType, T, &w.Data[lo*rb], rb, pairs, nb, xt, et, dt, st, &out[t0*rows+lo], rows)
-		}
-		if (hi-lo)%2 == 1 { // the last row alone, as a pair of itself
-			r := hi - 1
-			var res [16]float32
-			call(w.DType, T, &w.Data[r*rb], 0, 1, nb, xt, et, dt, st, &res[0], 2)
-			for t := range T {
-				out[(t0+t)*rows+r] = res[2*t]
+	// A call streams its rows once for a group of step tokens. Up to smallNMax tokens the
+	// whole band goes through each group (decode, verification: the band is read from memory
+	// about once either way); past it, bands of about smallNChunkBytes of weights, an even
+	// number of rows, are taken one at a time through every token group, so the groups
+	// after the first read the band from L1/L2.
+	chunk := hi - lo
+	if n > smallNMax {
+		chunk = max(2, smallNChunkBytes/rb&^1)
+	}
+	for r0 := lo; r0 < hi; r0 += chunk {
+		r1 := min(hi, r0+chunk)
+		for t0 := 0; t0 < n; t0 += step {
+			T := min(step, n-t0)
+			g := t0/8*nb*8 + t0%8 // the group's transposed scales, from token t0's lane
+			xt, dt, st := &x[t0*nb*32], &dT[g], &sT[g]
+			var et *int32
+			if e != nil {
+				et = &e[t0*nb*8]
+			}
+			if pairs := (r1 - r0) / 2; pairs > 0 {
+				call(w.DType, T, &w.Data[r0*rb], rb, pairs, nb, xt, et, dt, st, &out[t0*rows+r0], rows)
+			}
+			if (r1-r0)%2 == 1 { // the last row alone, as a pair of itself
+				r := r1 - 1
+				var res [16]float32
+				call(w.DType, T, &w.Data[r*rb], 0, 1, nb, xt, et, dt, st, &res[0], 2)
+				for t := range T {
+					out[(t0+t)*rows+r] = res[2*t]
+				}
 			}
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
-// TestSmallN: under every ISA, quantRows for 1..17 tokens (the small-n kernels where they
-// run) gives every row and token the bits of the Go reference (actDot: ggml's arithmetic)
+// TestSmallN: under every ISA, quantRows for 1..17, 24, 33 and 40 tokens (the small-n
+// kernels where they run; past 16 tokens Q4_0/Q4_1 go through them in row chunks) gives every row and token the bits of the Go reference (actDot: ggml's arithmetic)
 // on that row and token, for row ranges that start and end off the kernels' row pairs,
 // rows of 1 to 130 blocks, and blocks whose bytes are all random (Q8_0 quants of −128, Q4_1
 // minimums, f16 scales of any size), next to blocks from the quantizer.
@@ -18,6 +18,7 @@ func TestSmallN(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	shapes := []struct{ rows, cols, lo, hi int }{
 		{1, 32, 0, 1}, {2, 64, 0, 2}, {3, 96, 1, 3}, {7, 32 * 5, 0, 7}, {13, 1088, 3, 12}, {70, 32 * 130, 0, 70},
+		{45, 32 * 130, 1, 44}, // past 16 tokens: chunks of 6 rows and a last one of 1
 	}
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
 		for _, sh := range shapes {
@@ -39,7 +40,7 @@ func TestSmallN(t *testing.T) {
 					}
 				}
 			}
-			const maxN = 17
+			const maxN = 40
 			x := randVec(rng, maxN*sh.cols)
 			for i := 0; i < len(x); i += 97 { // a few outliers: blocks with quants of ±127
 				x[i] *= 1000
@@ -47,7 +48,7 @@ func TestSmallN(t *testing.T) {
 			for i := 5 * 32; i < 6*32 && i < len(x); i++ { // a block of zeros (scale 0)
 				x[i] = 0
 			}
-			for n := 1; n <= maxN; n++ {
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 33, maxN} {
 				var a qact
 				a.quantize(x[:n*sh.cols], dt == tensor.Q4_1)
 				for _, i := range SupportedISAs() {
@@ -71,7 +72,8 @@ func TestSmallN(t *testing.T) {
 	}
 }
 
-// TestSmallNRuns: the small-n kernels take 2..smallNMax tokens (Q4_0, Q4_1: 1..smallNMax)
+// TestSmallNRuns: the small-n kernels take 2..smallNMax tokens of Q8_0 and any number of
+// Q4_0 and Q4_1
 // under the ISAs with their assembly (AVX-512 VNNI, or AVX2 with F16C), so TestSmallN checks
 // them, and not only the paths they replace, wherever they run.
 func TestSmallNRuns(t *testing.T) {
@@ -84,12 +86,12 @@ func TestSmallNRuns(t *testing.T) {
 		withISA(t, i, func() {
 			for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q4_1} {
 				w, _ := randMat(t, rng, dt, 5, 64)
-				for n := 1; n <= smallNMax+1; n++ {
+				for _, n := range []int{1, 2, 3, smallNMax, smallNMax + 1, 100} {
 					var a qact
 					a.quantize(randVec(rng, n*64), true)
 					prepSmallN(&a, &w, n)
 					got := asmSmallN(make([]float32, n*5), &w, &a, n, 0, 5)
-					want := pathSwitches()["asmF16C"] && n <= smallNMax && (n >= 2 || dt != tensor.Q8_0)
+					want := pathSwitches()["asmF16C"] && (dt != tensor.Q8_0 || n >= 2 && n <= smallNMax)
 					if got != want {
 						t.Fatalf("%v %v n=%d: small-n kernel ran %v, want %v", i, dt, n, got, want)
 					}
