@@ -114,19 +114,21 @@ type Config struct {
 // Server serves one model. Create it with New; serve Handler, or the http.Server from
 // HTTPServer and stop that with Shutdown; stop the runner with Close.
 type Server struct {
-	cfg      Config
-	m        *model.Model
-	tok      *tokenizer.Tokenizer
-	tmpl     *engine.ChatTemplate // nil: the tokenizer has no chat template
-	tmplErr  error
-	roles    []string      // chat roles the template takes
-	specials *specialTexts // the special tokens' texts, refused in chat content
-	vocab    int
-	maxLen   int
-	eng      *engine.Engine
-	grammars *engine.Grammars // response_format's, compiled once per schema
-	met      *metrics
-	created  int64
+	cfg     Config
+	m       *model.Model
+	tok     *tokenizer.Tokenizer
+	tmpl    *engine.ChatTemplate // nil: the tokenizer has no chat template
+	tmplErr error
+	// calibration is the step costs measured at start (Calibration).
+	calibration []engine.StepCost
+	roles       []string      // chat roles the template takes
+	specials    *specialTexts // the special tokens' texts, refused in chat content
+	vocab       int
+	maxLen      int
+	eng         *engine.Engine
+	grammars    *engine.Grammars // response_format's, compiled once per schema
+	met         *metrics
+	created     int64
 
 	submit   chan submission
 	cancels  chan sched.SeqID
@@ -212,6 +214,17 @@ func New(cfg Config) (*Server, error) {
 	s.grammars.OnCompile = func(d time.Duration) { s.met.grammarCompile.Observe(d.Seconds()) }
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
 	s.roles, s.specials = chatRoles(s.tmpl), newSpecialTexts(cfg.Tokenizer)
+	if cfg.Speculate != nil || cfg.SchemaDrafts {
+		// Drafting weighs a step with drafts against a plain one by their measured costs:
+		// measure them now rather than on the first requests (engine.Calibrate).
+		maxDraft := cfg.MaxDraft
+		if maxDraft <= 0 {
+			maxDraft = 4
+		}
+		if s.calibration, err = eng.Calibrate(cfg.MaxSeqs*(maxDraft+1), 2*time.Second); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	eng.BeforeStep = s.beforeStep
 	if cfg.onStart != nil {
 		cfg.onStart(s)
@@ -220,6 +233,10 @@ func New(cfg Config) (*Server, error) {
 	go s.loop()
 	return s, nil
 }
+
+// Calibration is what decode steps of each length were measured to cost at start (with
+// speculation; nil without).
+func (s *Server) Calibration() []engine.StepCost { return s.calibration }
 
 // NumBlocks is the size of the KV cache in blocks.
 func (s *Server) NumBlocks() int { return s.eng.Cache().NumBlocks() }

@@ -14,10 +14,17 @@ import (
 
 // TestSpeculation: with prompt-lookup drafts and a domain index the server learns from,
 // greedy answers are those without speculation; usage and the spec-decode metrics count the
-// drafts, and "speculate": false turns drafting off for one request.
+// drafts, and "speculate": false turns drafting off for one request. The server measured
+// its decode steps of 1..MaxDraft+1 tokens (and longer, for batches) before serving.
 func TestSpeculation(t *testing.T) {
 	index := spec.NewIndex(3, 1<<16)
 	ts := startServer(t, Config{Speculate: spec.Chain{spec.PromptLookup{}, index}, MaxDraft: 4, DraftIndex: index})
+	if c := ts.Calibration(); len(c) < 5 || c[0].Tokens != 1 || c[4].Tokens != 5 {
+		t.Errorf("step costs measured at start: %v, want lengths 1..5 at least", c)
+	}
+	if c := startServer(t, Config{}).Calibration(); c != nil {
+		t.Errorf("a server without speculation measured step costs: %v", c)
+	}
 	post := func(body map[string]any) completionResponse {
 		t.Helper()
 		b, _ := json.Marshal(body)

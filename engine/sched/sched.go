@@ -148,6 +148,9 @@ func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
 // KV is the block manager.
 func (s *Scheduler) KV() *kvcache.Manager { return s.kv }
 
+// Config is the scheduler's configuration.
+func (s *Scheduler) Config() Config { return s.cfg }
+
 // NumRunning is the number of sequences admitted and not finished.
 func (s *Scheduler) NumRunning() int { return len(s.running) }
 

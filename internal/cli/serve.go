@@ -247,6 +247,16 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer srv.Close()
+	if c := srv.Calibration(); len(c) > 0 {
+		var b strings.Builder
+		for i, p := range c {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d: %.1f", p.Tokens, p.Ms)
+		}
+		fmt.Fprintf(stderr, "serve: decode steps measured (tokens: ms): %s\n", b.String())
+	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(f.port)))
 	if err != nil {

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tokenwise/tokenwise/engine/sched"
+)
+
+// StepCost is a decode step's measured duration by the tokens it computes.
+type StepCost struct {
+	Tokens int
+	Ms     float64
+}
+
+// Calibrate measures decode steps of 1 up to maxTokens tokens on an idle engine and writes
+// them into the model's step-cost table, so that drafting never has to try an unmeasured
+// step length on a user's request. Without it, the first step of each length is estimated
+// from the shorter ones already measured (see stepCosts.cost), which on a CPU where a
+// 4-token step costs twice a 1-token one means the first requests draft at a loss until the
+// table has learnt; a server that speculates calibrates at start (serve --speculate).
+//
+// It runs one sequence of its own through the ordinary step (prefill, then decode steps
+// carrying 0 .. maxTokens-1 drafts of arbitrary ids), three steps per length, and takes each
+// length's median: the first step of a length also pays its one-time allocations. Lengths
+// are 1..8, then growing by half up to maxTokens; it stops adding lengths once budget is
+// spent (the longer ones are then extrapolated as before). The sequence is cancelled at the
+// end; its full blocks stay findable in the prefix cache like any finished request's. It
+// returns what it measured.
+func (e *Engine) Calibrate(maxTokens int, budget time.Duration) ([]StepCost, error) {
+	if !e.Idle() || len(e.seqs) > 0 {
+		return nil, errors.New("calibrate: the engine is not idle")
+	}
+	maxTokens = min(maxTokens, maxCostTokens)
+	if e.maxVerify > 0 {
+		maxTokens = min(maxTokens, e.maxVerify)
+	}
+	if maxTokens < 1 {
+		return nil, nil
+	}
+	var sizes []int
+	for n := 1; n <= maxTokens; {
+		sizes = append(sizes, n)
+		if n < 8 {
+			n++
+		} else {
+			n += n / 2
+		}
+	}
+	if sizes[len(sizes)-1] != maxTokens {
+		sizes = append(sizes, maxTokens)
+	}
+	const rounds = 3
+	vocab := e.vocab
+	prompt := make([]int, 8)
+	for i := range prompt {
+		prompt[i] = (1 + 131*i) % vocab
+	}
+	p := &calibProposer{vocab: vocab}
+	for _, n := range sizes {
+		for range rounds {
+			p.sizes = append(p.sizes, n-1)
+		}
+	}
+	// Each step adds at least one token; drafts that happen to be the greedy choice add
+	// more. The sequence is cancelled when the lengths are done.
+	maxLen := e.sch.Config().MaxModelLen
+	gen := min(2*len(p.sizes)+2*maxTokens, maxLen-len(prompt))
+	if gen < maxTokens+1 {
+		return nil, fmt.Errorf("calibrate: a model length of %d leaves no room for steps of %d tokens", maxLen, maxTokens)
+	}
+	const id = sched.SeqID(1<<64 - 1) // not an id a caller numbering from 0 or 1 reaches
+	if err := e.Add(Request{ID: id, Prompt: prompt, MaxTokens: gen, IgnoreEOS: true,
+		Proposer: p, MaxDraft: maxTokens - 1, FixedDraft: true}); err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer e.Cancel(id)
+	e.calib = map[int][]float64{}
+	defer func() { e.calib = nil }()
+	start := time.Now()
+	for e.seqs[id] != nil {
+		last := p.next == len(p.sizes) // this step verifies the last scripted draft
+		rep, err := e.Step()
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		if len(rep.Step.Work) == 0 {
+			break
+		}
+		if last || (time.Since(start) > budget && len(e.calib[rep.Step.Tokens()]) >= rounds) {
+			break
+		}
+	}
+	var out []StepCost
+	for n, ms := range e.calib {
+		slices.Sort(ms)
+		out = append(out, StepCost{Tokens: n, Ms: ms[len(ms)/2]})
+	}
+	slices.SortFunc(out, func(a, b StepCost) int { return a.Tokens - b.Tokens })
+	e.costs.set(out)
+	return out, nil
+}
+
+// calibProposer drafts the next of its scripted lengths each step, of arbitrary ids.
+type calibProposer struct {
+	sizes []int
+	next  int
+	vocab int
+}
+
+func (p *calibProposer) Propose(tokens []int, max int) []int {
+	if p.next >= len(p.sizes) {
+		return nil
+	}
+	n := min(p.sizes[p.next], max)
+	p.next++
+	d := make([]int, n)
+	for i := range d {
+		d[i] = (len(tokens)*7 + i*977 + 3) % p.vocab
+	}
+	return d
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tokenwise/tokenwise/engine/sched"
+	"github.com/tokenwise/tokenwise/engine/spec"
+)
+
+// TestCalibrate: Calibrate measures decode steps of every length 1..8 and then growing by
+// half up to the bound, writes them into the model's step-cost table, leaves the engine idle
+// with its blocks free and its acceptance rate untouched (its drafts are arbitrary), and a
+// request run afterwards on that engine gives Generate's tokens. It refuses an engine with
+// work queued.
+func TestCalibrate(t *testing.T) {
+	m, tok := synthFrom(t, "llama3", archSynth["llama"], `{"bos_token_id":128000,"eos_token_id":[128001,128009]}`)
+	defer m.Close()
+	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: 40, BlockSize: 16,
+		Sched: sched.Config{MaxSeqs: 4, MaxBatchedTokens: 256, MaxWaiting: 4, MaxModelLen: 256}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := tok.Encode("The cat sat on the mat; the cat sat on the", true)
+	if err := e.Add(Request{ID: 1, Prompt: prompt, MaxTokens: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Calibrate(20, time.Minute); err == nil {
+		t.Fatal("Calibrate ran on an engine with a request queued")
+	}
+	e.Cancel(1)
+	free := e.Scheduler().KV().NumFree()
+
+	got, err := e.Calibrate(20, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lengths []int
+	for _, c := range got {
+		lengths = append(lengths, c.Tokens)
+		if !(c.Ms > 0) {
+			t.Errorf("%d tokens: %g ms", c.Tokens, c.Ms)
+		}
+		if ms, ok := e.costs.cost(c.Tokens); !ok || ms != c.Ms || !e.costs.seen[c.Tokens] {
+			t.Errorf("%d tokens: the table has %g ms (measured: %v), Calibrate returned %g", c.Tokens, ms, e.costs.seen[c.Tokens], c.Ms)
+		}
+	}
+	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 18, 20}; !slices.Equal(lengths, want) {
+		t.Errorf("measured lengths %v, want %v", lengths, want)
+	}
+	if !e.Idle() || len(e.seqs) != 0 || e.Scheduler().KV().NumFree() != free {
+		t.Errorf("after Calibrate: idle %v, %d sequences, %d blocks free (before: %d)", e.Idle(), len(e.seqs), e.Scheduler().KV().NumFree(), free)
+	}
+	if e.pkept != 0 || e.pmissed != 0 {
+		t.Errorf("Calibrate's drafts counted in the acceptance rate: %g kept, %g missed", e.pkept, e.pmissed)
+	}
+
+	want, err := Generate(context.Background(), m, tok, prompt, Options{MaxTokens: 24, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Add(Request{ID: 2, Prompt: prompt, MaxTokens: 24, IgnoreEOS: true, Proposer: spec.PromptLookup{}}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for !e.Idle() {
+		rep, err := e.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range rep.Tokens {
+			ids = append(ids, tk.ID)
+		}
+	}
+	if !slices.Equal(ids, want.IDs) {
+		t.Errorf("after Calibrate: %v\nGenerate: %v", ids, want.IDs)
+	}
+}
+
+// wrongDraft proposes, every step, a token the sequence has not produced: drafts that are
+// never kept.
+type wrongDraft struct{}
+
+func (wrongDraft) Propose(tokens []int, max int) []int {
+	d := make([]int, max)
+	for i := range d {
+		d[i] = 3 + i // ids of byte tokens a model given text does not write
+	}
+	return d
+}
+
+// TestAcceptancePrior: a new sequence's chance that a draft is kept starts from the engine's
+// recent rate, not from a fixed guess: one in two on a fresh engine, near zero after a
+// sequence whose drafts were all rejected, and drafting then starts with no draft.
+func TestAcceptancePrior(t *testing.T) {
+	m, tok := synthFrom(t, "llama3", archSynth["llama"], `{"bos_token_id":128000,"eos_token_id":[128001,128009]}`)
+	defer m.Close()
+	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: 40, BlockSize: 16,
+		Sched: sched.Config{MaxSeqs: 4, MaxBatchedTokens: 256, MaxWaiting: 4, MaxModelLen: 256}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := tok.Encode("Once upon a time", true)
+	add := func(id sched.SeqID, fixed bool) {
+		t.Helper()
+		if err := e.Add(Request{ID: id, Prompt: prompt, MaxTokens: 30, IgnoreEOS: true, Proposer: wrongDraft{}, MaxDraft: 3, FixedDraft: fixed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(1, true)
+	if p := e.acceptance(e.seqs[1]); p != 0.5 {
+		t.Errorf("fresh engine: acceptance %g, want 0.5", p)
+	}
+	var st Stats
+	for !e.Idle() {
+		rep, err := e.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range rep.Finished {
+			st = f.Stats
+		}
+	}
+	if st.DraftedTokens == 0 || st.AcceptedDrafts != 0 {
+		t.Fatalf("the wrong drafts: %d drafted, %d kept", st.DraftedTokens, st.AcceptedDrafts)
+	}
+	add(2, false)
+	p := e.acceptance(e.seqs[2])
+	if p > 0.1 {
+		t.Errorf("after a sequence whose %d drafts all failed: a new one starts at acceptance %g", st.DraftedTokens, p)
+	}
+	// Steps as a bandwidth-bound CPU prices them: drafts nearly free. At one in two a draft
+	// pays; at the new sequence's prior none does.
+	e.costs.set([]StepCost{{1, 10}, {2, 10.5}, {3, 11}, {4, 11.5}})
+	if n := e.costs.draftLen(3, 1, 0.5); n == 0 {
+		t.Fatalf("at acceptance 0.5 no draft pays on these step costs")
+	}
+	if n := e.costs.draftLen(3, 1, p); n != 0 {
+		t.Errorf("at acceptance %g the new sequence drafts %d", p, n)
+	}
+	t.Logf("engine rate %.3g kept / %.3g missed; new sequence's prior %.3g", e.pkept, e.pmissed, p)
+}
