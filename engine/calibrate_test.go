@@ -44,8 +44,8 @@ func TestCalibrate(t *testing.T) {
 		if !(c.Ms > 0) {
 			t.Errorf("%d tokens: %g ms", c.Tokens, c.Ms)
 		}
-		if ms, ok := e.costs.cost(c.Tokens); !ok || ms != c.Ms || !e.costs.seen[c.Tokens] {
-			t.Errorf("%d tokens: the table has %g ms (measured: %v), Calibrate returned %g", c.Tokens, ms, e.costs.seen[c.Tokens], c.Ms)
+		if ms, ok := e.costs.cost(1, c.Tokens); !ok || ms != c.Ms || !e.costs.rows[1].seen[c.Tokens] {
+			t.Errorf("%d tokens: the table has %g ms (measured: %v), Calibrate returned %g", c.Tokens, ms, e.costs.rows[1].seen[c.Tokens], c.Ms)
 		}
 	}
 	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 18, 20}; !slices.Equal(lengths, want) {

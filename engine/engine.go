@@ -938,16 +938,27 @@ func onlyOne(logits []float32) bool {
 	return n == 1
 }
 
-// stepCosts is what decode steps have been measured to cost by the number of tokens they
-// compute: a step of one token per sequence, and steps with drafts. On a CPU where decode
-// is not bandwidth-bound (a small model, few cores) a step of n tokens costs nearly n times
-// one of one token, and drafts lose time; on one where it is, they are nearly free. The
-// engine measures instead of assuming.
+// stepCosts is what decode steps have been measured to cost by the sequences in them and
+// the tokens they compute: a step of one token per sequence, and steps with drafts. On a
+// CPU where decode is not bandwidth-bound (a small model, few cores) a step of n tokens
+// costs nearly n times one of one token, and drafts lose time; on one where it is, they are
+// nearly free. The engine measures instead of assuming.
+//
+// A row per number of sequences: a step of 16 sequences of one token is not a step of one
+// sequence of 16 (SmolLM2-135M Q4_1 on 2 cores: 70 ms against 40, and each draft added to
+// the 16 sequences cost 10-15 ms against 2.5 for a token of the single sequence), so a
+// table by tokens alone, calibrated on one sequence, priced 16 streams' drafts as cheap and
+// they ran at 0.79x the plain rate.
 //
 // They are a property of the model on this machine, so every engine of a model shares one
 // table (costsOf): a loop of one-request generations learns once.
 type stepCosts struct {
 	mu   sync.Mutex
+	rows map[int]*costRow // by the number of sequences in the step
+}
+
+// costRow is the steps of one number of sequences by their tokens.
+type costRow struct {
 	ms   [maxCostTokens + 1]float64 // decayed mean duration of decode steps of n tokens
 	seen [maxCostTokens + 1]bool
 }
@@ -965,10 +976,23 @@ func costsOf(m *model.Model) *stepCosts {
 // maxCostTokens is the largest step measured: 16 sequences each verifying 15 drafts.
 const maxCostTokens = 256
 
+// row is the row of steps of seqs sequences, made on first use; c.mu is held.
+func (c *stepCosts) row(seqs int) *costRow {
+	if c.rows == nil {
+		c.rows = map[int]*costRow{}
+	}
+	r := c.rows[seqs]
+	if r == nil {
+		r = &costRow{}
+		c.rows[seqs] = r
+	}
+	return r
+}
+
 // observe records a decode step (no prompt work in it).
 func (c *stepCosts) observe(step sched.Step, d time.Duration) {
 	n := step.Tokens()
-	if n > maxCostTokens {
+	if n > maxCostTokens || len(step.Work) == 0 {
 		return
 	}
 	for _, w := range step.Work {
@@ -979,61 +1003,95 @@ func (c *stepCosts) observe(step sched.Step, d time.Duration) {
 	v := float64(d) / 1e6
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.seen[n] {
-		c.ms[n], c.seen[n] = v, true
+	r := c.row(len(step.Work))
+	if !r.seen[n] {
+		r.ms[n], r.seen[n] = v, true
 		return
 	}
-	c.ms[n] = 0.9*c.ms[n] + 0.1*v
+	r.ms[n] = 0.9*r.ms[n] + 0.1*v
 }
 
-// set replaces the table's entries for the measured lengths (Calibrate).
+// set replaces the entries of one-sequence steps for the measured lengths (Calibrate).
 func (c *stepCosts) set(m []StepCost) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	r := c.row(1)
 	for _, p := range m {
 		if p.Tokens >= 1 && p.Tokens <= maxCostTokens {
-			c.ms[p.Tokens], c.seen[p.Tokens] = p.Ms, true
+			r.ms[p.Tokens], r.seen[p.Tokens] = p.Ms, true
 		}
 	}
 }
 
-// cost estimates a decode step of n tokens: measured, else interpolated between measured
-// neighbours, else (no larger step measured) extrapolated along the line through the two
-// largest measured below it — or, with only one measured below, as cheap as it, so that a
-// longer step is tried once and measured.
-func (c *stepCosts) cost(n int) (float64, bool) {
-	if n <= maxCostTokens && c.seen[n] {
-		return c.ms[n], true
+// cost estimates a decode step of seqs sequences and n tokens in all, from the steps of
+// that many sequences: measured, or interpolated between measured neighbours. Past the
+// longest measured, a row of several sequences follows the shape of the one-sequence row
+// where that has the lengths (Calibrate measures them): the longest measured step of the
+// row times one-sequence cost(n)/cost(that length). Otherwise it is extrapolated along the
+// line through the row's two longest measured steps — or, with only one, as cheap as it,
+// so that a longer step is tried once and measured. c.mu is held.
+func (c *stepCosts) cost(seqs, n int) (float64, bool) {
+	r := c.rows[seqs]
+	if r == nil {
+		return 0, false
 	}
-	lo, hi := -1, -1
+	if seqs > 1 && n <= maxCostTokens && !r.seen[n] {
+		if lo, hi := r.bounds(n); lo > 0 && hi < 0 {
+			if one := c.rows[1]; one != nil {
+				// It needs two measured lengths up to n for a shape (one gives a flat line).
+				if l1, _ := one.bounds(n); l1 > 0 && (l1 == n || func() bool { l0, _ := one.bounds(l1 - 1); return l0 > 0 }()) {
+					a, _ := one.cost(lo)
+					b, _ := one.cost(n)
+					if a > 0 {
+						return r.ms[lo] * b / a, true
+					}
+				}
+			}
+		}
+	}
+	return r.cost(n)
+}
+
+// bounds returns the longest measured length ≤ n and the shortest > n (-1: none).
+func (r *costRow) bounds(n int) (lo, hi int) {
+	lo, hi = -1, -1
 	for i := min(n, maxCostTokens); i >= 1; i-- {
-		if c.seen[i] {
+		if r.seen[i] {
 			lo = i
 			break
 		}
 	}
 	for i := n + 1; i <= maxCostTokens; i++ {
-		if c.seen[i] {
+		if r.seen[i] {
 			hi = i
 			break
 		}
 	}
+	return lo, hi
+}
+
+// cost is stepCosts.cost within the row alone.
+func (r *costRow) cost(n int) (float64, bool) {
+	if n <= maxCostTokens && r.seen[n] {
+		return r.ms[n], true
+	}
+	lo, hi := r.bounds(n)
 	switch {
 	case lo < 0 && hi < 0:
 		return 0, false
 	case hi < 0:
 		for i := lo - 1; i >= 1; i-- {
-			if c.seen[i] {
-				slope := (c.ms[lo] - c.ms[i]) / float64(lo-i)
-				return c.ms[lo] + max(slope, 0)*float64(n-lo), true
+			if r.seen[i] {
+				slope := (r.ms[lo] - r.ms[i]) / float64(lo-i)
+				return r.ms[lo] + max(slope, 0)*float64(n-lo), true
 			}
 		}
-		return c.ms[lo], true
+		return r.ms[lo], true
 	case lo < 0:
-		return c.ms[hi], true
+		return r.ms[hi], true
 	}
 	f := float64(n-lo) / float64(hi-lo)
-	return c.ms[lo]*(1-f) + c.ms[hi]*f, true
+	return r.ms[lo]*(1-f) + r.ms[hi]*f, true
 }
 
 // draftLen picks how many drafts (0..max) a sequence asks for in a step of batch sampling
@@ -1051,7 +1109,7 @@ func (c *stepCosts) draftLen(max, batch int, p float64) int {
 	if batch > maxCostTokens {
 		return 0
 	}
-	if !c.seen[batch] {
+	if r := c.rows[batch]; r == nil || !r.seen[batch] {
 		return 0 // measure a plain step first: the drafts' cost is judged against it
 	}
 	best, bestRate := 0, 0.0
@@ -1065,7 +1123,7 @@ func (c *stepCosts) draftLen(max, batch int, p float64) int {
 		if n > maxCostTokens {
 			break
 		}
-		ms, _ := c.cost(n)                               // known: c.seen[batch]
+		ms, _ := c.cost(batch, n)                        // known: the plain step is measured
 		if rate := expected / ms; rate > bestRate*1.02 { // a longer draft must pay by 2%
 			best, bestRate = k, rate
 		}

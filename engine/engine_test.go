@@ -78,13 +78,26 @@ func TestDraftsVerified(t *testing.T) {
 // TestDraftLenFollowsCost: the draft length is the one that gives the most expected tokens
 // per millisecond of step, from measured step costs.
 func TestDraftLenFollowsCost(t *testing.T) {
-	measured := func(ms ...float64) *stepCosts {
+	// measured(seqs, ms...): steps of seqs sequences and 1, 2, ... tokens cost ms (0: not
+	// measured).
+	measured := func(seqs int, ms ...float64) *stepCosts {
 		c := &stepCosts{}
+		r := c.row(seqs)
 		for n, v := range ms {
 			if v > 0 {
-				c.ms[n+1], c.seen[n+1] = v, true
+				r.ms[n+1], r.seen[n+1] = v, true
 			}
 		}
+		return c
+	}
+	// Calibrated one-sequence steps (1..80 tokens) beside measured plain steps of 16.
+	with16 := func(one func(n int) float64, plain16 float64) *stepCosts {
+		c := &stepCosts{}
+		r := c.row(1)
+		for n := 1; n <= 80; n++ {
+			r.ms[n], r.seen[n] = one(n), true
+		}
+		c.row(16).ms[16], c.row(16).seen[16] = plain16, true
 		return c
 	}
 	cases := []struct {
@@ -96,31 +109,46 @@ func TestDraftLenFollowsCost(t *testing.T) {
 		want  int
 	}{
 		{"nothing measured: a plain step first", &stepCosts{}, 1, 0.5, 4, 0},
-		{"no batch-size step measured", measured(10), 2, 0.9, 4, 0},
-		{"bandwidth-bound: 5 tokens cost 1.1 steps", measured(10, 10.2, 10.4, 10.7, 11), 1, 0.8, 4, 4},
-		{"compute-bound: cost grows with every token", measured(10, 20, 30, 40, 50), 1, 0.9, 4, 0},
-		{"in between, good drafts", measured(10, 13, 16, 19, 22), 1, 0.9, 4, 4},
-		{"in between, poor drafts", measured(10, 13, 16, 19, 22), 1, 0.2, 4, 0},
-		{"only one step measured, larger ones guessed as cheap", measured(10), 1, 0.5, 3, 3},
-		{"a batch of 4: drafts add to a 4-token step", measured(10, 11, 12, 13, 30, 40, 50, 60), 4, 0.9, 4, 0},
-		{"two measured, longer steps extrapolated", measured(10, 20), 1, 0.9, 4, 0},
-		{"a batch of 4 drafting alike, bandwidth-bound", measured(10, 10, 10, 10, 10, 10, 10, 10.5, 10, 10, 10, 11), 4, 0.9, 4, 2},
-		{"a batch of 4 drafting alike, compute-bound", measured(10, 10, 10, 10, 10, 10, 10, 19), 4, 0.9, 4, 0},
+		{"no batch-size step measured", measured(1, 10), 2, 0.9, 4, 0},
+		{"bandwidth-bound: 5 tokens cost 1.1 steps", measured(1, 10, 10.2, 10.4, 10.7, 11), 1, 0.8, 4, 4},
+		{"compute-bound: cost grows with every token", measured(1, 10, 20, 30, 40, 50), 1, 0.9, 4, 0},
+		{"in between, good drafts", measured(1, 10, 13, 16, 19, 22), 1, 0.9, 4, 4},
+		{"in between, poor drafts", measured(1, 10, 13, 16, 19, 22), 1, 0.2, 4, 0},
+		{"only one step measured, larger ones guessed as cheap", measured(1, 10), 1, 0.5, 3, 3},
+		{"a batch of 4: drafts add to a 4-token step", measured(4, 10, 11, 12, 13, 30, 40, 50, 60), 4, 0.9, 4, 0},
+		{"two measured, longer steps extrapolated", measured(1, 10, 20), 1, 0.9, 4, 0},
+		{"a batch of 4 drafting alike, bandwidth-bound", measured(4, 10, 10, 10, 10, 10, 10, 10, 10.5, 10, 10, 10, 11), 4, 0.9, 4, 2},
+		{"a batch of 4 drafting alike, compute-bound", measured(4, 10, 10, 10, 10, 10, 10, 10, 19), 4, 0.9, 4, 0},
+		// 16 streams with only their plain step measured: the longer steps follow the shape
+		// of the one-sequence row, scaled to the 16-sequence step.
+		{"16 streams, one-sequence steps linear past 16 tokens", with16(func(n int) float64 { return 6 + 2.5*float64(n) }, 70), 16, 0.64, 4, 0},
+		{"16 streams, one-sequence steps flat (bandwidth-bound)", with16(func(n int) float64 { return 10 + 0.01*float64(n) }, 70), 16, 0.64, 4, 4},
+		{"the one-sequence row alone: as before", with16(func(n int) float64 { return 10 + 0.01*float64(n) }, 70), 1, 0.9, 4, 4},
 	}
 	for _, c := range cases {
 		if got := c.costs.draftLen(c.max, c.batch, c.p); got != c.want {
 			t.Errorf("%s: %d drafts, want %d", c.name, got, c.want)
 		}
 	}
+	// The scaled estimate itself: 16 sequences of 32 tokens, from 70 ms for 16 of 16, cost
+	// 70·(6+2.5·32)/(6+2.5·16) ms.
+	lin := with16(func(n int) float64 { return 6 + 2.5*float64(n) }, 70)
+	if ms, ok := lin.cost(16, 32); !ok || math.Abs(ms-70*86.0/46.0) > 1e-9 {
+		t.Errorf("16 sequences, 32 tokens: %g ms (%v), want %g", ms, ok, 70*86.0/46.0)
+	}
 	// A step of prompt work is not a decode cost.
 	c := &stepCosts{}
 	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Prefill: true}}}, 5*time.Millisecond)
-	if c.seen[2] {
+	if c.rows[1] != nil {
 		t.Error("prefill step recorded as a decode cost")
 	}
 	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Draft: 1}}}, 5*time.Millisecond)
-	if ms, ok := c.cost(2); !ok || ms != 5 {
+	if ms, ok := c.cost(1, 2); !ok || ms != 5 {
 		t.Errorf("2-token decode step: %g ms (%v), want 5", ms, ok)
+	}
+	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1}}, {Tokens: []int{2}}}}, 9*time.Millisecond)
+	if ms, ok := c.cost(2, 2); !ok || ms != 9 {
+		t.Errorf("two sequences of one token: %g ms (%v), want 9 (a row apart from one sequence's)", ms, ok)
 	}
 }
 

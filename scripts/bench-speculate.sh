@@ -69,7 +69,7 @@ up() { # up LOG CMD...: start a server and wait for it to answer
 }
 results="$out/results.jsonl"
 : >"$results"
-run() { # run ENGINE MODE KIND STREAMS [--schema]
+run() { # run ENGINE MODE KIND STREAMS [--schema]: a run on the server at PORT
 	local engine=$1 mode=$2 kind=$3 streams=$4
 	shift 4
 	local ref="$out/ref-$engine-$kind$*-$streams.json"
@@ -78,25 +78,47 @@ run() { # run ENGINE MODE KIND STREAMS [--schema]
 	python3 tests/speculate/workload.py "http://localhost:$PORT" "$kind" "$N" "$streams" --label "$engine $mode" "${extra[@]}" "$@" | tee -a "$results"
 }
 
-for mode in off prompt prompt,schema; do
-	up "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate "$mode"
+# One stream: the plain server and the speculating one are up side by side and the requests
+# alternate between them (workload.py --alt), each side timed by its own requests: on a
+# shared VM the machine's speed drifts by 5-25% from one minute to the next, more than some
+# of the effects measured, and alternating puts the drift on both alike. More streams: one
+# run after the other (both servers up, one busy at a time).
+port2=$((PORT + 1))
+pid2=
+stop2() { [ -z "$pid2" ] || { kill "$pid2" 2>/dev/null || true; wait "$pid2" 2>/dev/null || true; pid2=; }; }
+trap 'stop; stop2' EXIT
+up "$out/tokenwise-off.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate off
+for mode in prompt prompt,schema; do
+	"$tw" serve --model "$model" --port "$port2" --threads "$THREADS" --max-seqs 16 --speculate "$mode" >"$out/tokenwise-$mode.log" 2>&1 &
+	pid2=$!
+	for _ in $(seq 120); do curl -sf "localhost:$port2/health" >/dev/null && break; sleep 1; done
+	grep -h "decode steps measured" "$out/tokenwise-$mode.log" >&2 || true
 	for kind in $KINDS; do
 		for s in $STREAMS; do
-			case $mode in
-			prompt,schema) if [ "$kind" = extraction ]; then run tokenwise "$mode" "$kind" "$s" --schema --no-jump-forward; fi ;;
-			*)
-				run tokenwise "$mode" "$kind" "$s"
-				if [ "$kind" = extraction ]; then
-					run tokenwise "$mode" "$kind" "$s" --schema
-					# masked decoding: what schema drafts must reproduce, token for token
-					if [ "$mode" = off ]; then run tokenwise "$mode" "$kind" "$s" --schema --no-jump-forward; fi
+			variants=("")
+			if [ "$kind" = extraction ]; then
+				# prompt: under the schema with jump-forward on both sides; prompt,schema: schema
+				# drafts against masked decoding (jump_forward false), which they reproduce.
+				if [ "$mode" = prompt ]; then variants=("" "--schema"); else variants=("--schema --no-jump-forward"); fi
+			elif [ "$mode" != prompt ]; then
+				continue
+			fi
+			for v in "${variants[@]}"; do
+				# shellcheck disable=SC2086
+				if [ "$s" = 1 ]; then
+					python3 tests/speculate/workload.py "http://localhost:$PORT" "$kind" "$N" 1 $v --label "tokenwise off" \
+						--alt "http://localhost:$port2" --alt-label "tokenwise $mode" | tee -a "$results"
+				else
+					run tokenwise off "$kind" "$s" $v
+					python3 tests/speculate/workload.py "http://localhost:$port2" "$kind" "$N" "$s" $v --label "tokenwise $mode" \
+						--ref "$out/ref-tokenwise-$kind$v-$s.json" | tee -a "$results"
 				fi
-				;;
-			esac
+			done
 		done
 	done
-	stop
+	stop2
 done
+stop
 if [ "$LLAMA" = 1 ]; then
 	# The prompts as tokenwise renders SmolLM2's chat template, for llama.cpp to read as text.
 	up "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS"
@@ -129,6 +151,6 @@ for r in rows:
     if p:
         print(f'  {r["label"]:24} {r["kind"]:10} schema={str(r["schema"]):5} streams={r["streams"]:2}: '
               f'{r["output_tok_s"] / p["output_tok_s"]:.2f}x ({p["output_tok_s"]} -> {r["output_tok_s"]} tok/s), '
-              f'acceptance {r.get("acceptance", 0)}, same text {r.get("same_text_as_plain")}/{r["requests"]}'
+              f'acceptance {r.get("acceptance", 0)}, same text {r.get("same_text_as_plain", r.get("same_text_as_first"))}/{r["requests"]}'
               + (f', decode phase {r["decode_tok_s"] / p["decode_tok_s"]:.2f}x' if r.get("decode_tok_s") and p.get("decode_tok_s") else ''))
 EOF

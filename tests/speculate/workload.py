@@ -11,6 +11,11 @@ llama-server), greedy chat completions:
               distribution, not the seeded draws)
 
 Usage: workload.py URL KIND N STREAMS [--schema] [--label L] [--ref FILE]
+       workload.py URL KIND N 1 --alt URL2 --alt-label L2 ...
+With --alt (one stream), each request goes to URL and to URL2 in turn (the order swapped
+every request), each side timed by its own requests: two servers compared in the same
+minutes, so that the machine's drift between runs (±5% and more on a shared VM) falls on
+both alike. It prints a line per server.
 Prints one JSON line: output tokens/s over the run (all streams), decode steps (forward
 passes after prefill) per output token, drafted and accepted tokens, and with --ref (the
 texts of a plain run, which --save writes) how many answers are identical to it.
@@ -31,6 +36,8 @@ ap.add_argument("streams", type=int)
 ap.add_argument("--schema", action="store_true")
 ap.add_argument("--no-jump-forward", action="store_true", help="with --schema: response_format.jump_forward false (masked decoding)")
 ap.add_argument("--label", default="")
+ap.add_argument("--alt", help="a second server's URL: requests alternate between the two (one stream)")
+ap.add_argument("--alt-label", default="alt")
 ap.add_argument("--ref")
 ap.add_argument("--save")
 ap.add_argument("--max-tokens", type=int, default=160)
@@ -94,8 +101,9 @@ if args.prompts_out:
     raise SystemExit
 
 
-def ask(ip):
+def ask(ip, url=None):
     i, p = ip
+    url = url or args.url
     body = {"messages": [{"role": "user", "content": p}], "max_tokens": args.max_tokens, "temperature": 0}
     if args.kind == "sampled":
         body["temperature"], body["seed"] = 1.0, 1000 + i
@@ -103,35 +111,59 @@ def ask(ip):
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "receipt", "schema": SCHEMA, "strict": True}}
         if args.no_jump_forward:
             body["response_format"]["jump_forward"] = False
-    req = urllib.request.Request(args.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    t = time.perf_counter()
     with urllib.request.urlopen(req) as r:
         res = json.load(r)
+    t = time.perf_counter() - t
     u, tm = res.get("usage", {}), res.get("timings", {})  # tokenwise: usage; llama-server: timings
     return {"text": res["choices"][0]["message"]["content"], "tokens": u.get("completion_tokens", tm.get("predicted_n", 0)),
             "decode_steps": u.get("decode_steps"), "decode_ms": u.get("decode_ms"),
             "drafted": u.get("drafted_tokens", tm.get("draft_n", 0)) or 0,
-            "accepted": u.get("accepted_drafts", tm.get("draft_n_accepted", 0)) or 0}
+            "accepted": u.get("accepted_drafts", tm.get("draft_n_accepted", 0)) or 0, "seconds": t}
 
 
-ask((0, prompts[0]))  # warm up (the first request also measures the step costs drafting is judged by)
-t0 = time.perf_counter()
-with cf.ThreadPoolExecutor(args.streams) as ex:
-    rs = list(ex.map(ask, enumerate(prompts)))
-wall = time.perf_counter() - t0
-toks = sum(r["tokens"] for r in rs)
-row = {"label": args.label, "kind": args.kind, "schema": "no-jump" if args.no_jump_forward else args.schema, "streams": args.streams, "requests": len(rs),
-       "output_tok_s": round(toks / wall, 2), "tokens_per_request": round(toks / len(rs), 1),
-       "drafted": sum(r["drafted"] for r in rs), "accepted": sum(r["accepted"] for r in rs)}
-if all(r["decode_steps"] is not None for r in rs):
-    row["decode_steps_per_token"] = round(sum(r["decode_steps"] for r in rs) / toks, 3)
-if args.streams == 1 and all(r["decode_ms"] for r in rs):
-    # One stream: a request's decode time is the decode phase alone (prefill apart).
-    row["decode_tok_s"] = round(sum(r["tokens"] - 1 for r in rs) / (sum(r["decode_ms"] for r in rs) / 1000), 2)
-if row["drafted"]:
-    row["acceptance"] = round(row["accepted"] / row["drafted"], 3)
-if args.ref:
-    ref = json.load(open(args.ref))
-    row["same_text_as_plain"] = sum(a == b for a, b in zip([r["text"] for r in rs], ref))
-if args.save:
-    json.dump([r["text"] for r in rs], open(args.save, "w"))
-print(json.dumps(row), flush=True)
+def report(label, rs, wall, same_as=None):
+    toks = sum(r["tokens"] for r in rs)
+    row = {"label": label, "kind": args.kind, "schema": "no-jump" if args.no_jump_forward else args.schema, "streams": args.streams, "requests": len(rs),
+           "output_tok_s": round(toks / wall, 2), "tokens_per_request": round(toks / len(rs), 1),
+           "drafted": sum(r["drafted"] for r in rs), "accepted": sum(r["accepted"] for r in rs)}
+    if all(r["decode_steps"] is not None for r in rs):
+        row["decode_steps_per_token"] = round(sum(r["decode_steps"] for r in rs) / toks, 3)
+    if args.streams == 1 and all(r["decode_ms"] for r in rs):
+        # One stream: a request's decode time is the decode phase alone (prefill apart).
+        row["decode_tok_s"] = round(sum(r["tokens"] - 1 for r in rs) / (sum(r["decode_ms"] for r in rs) / 1000), 2)
+    if row["drafted"]:
+        row["acceptance"] = round(row["accepted"] / row["drafted"], 3)
+    if args.ref:
+        ref = json.load(open(args.ref))
+        row["same_text_as_plain"] = sum(a == b for a, b in zip([r["text"] for r in rs], ref))
+    if same_as is not None:  # --alt: the second server's answers against the first's
+        row["same_text_as_first"] = sum(a["text"] == b["text"] for a, b in zip(rs, same_as))
+    if args.save:
+        json.dump([r["text"] for r in rs], open(args.save, "w"))
+    print(json.dumps(row), flush=True)
+
+
+if args.alt:
+    if args.streams != 1:
+        raise SystemExit("--alt takes one stream")
+    ask((0, prompts[0]))
+    ask((0, prompts[0]), args.alt)
+    ra, rb = [], []
+    for ip in enumerate(prompts):
+        if ip[0] % 2:
+            rb.append(ask(ip, args.alt))
+            ra.append(ask(ip))
+        else:
+            ra.append(ask(ip))
+            rb.append(ask(ip, args.alt))
+    report(args.label, ra, sum(r["seconds"] for r in ra))
+    args.ref, args.save = None, None
+    report(args.alt_label, rb, sum(r["seconds"] for r in rb), same_as=ra)
+else:
+    ask((0, prompts[0]))  # warm up (the first request also measures the step costs drafting is judged by)
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(args.streams) as ex:
+        rs = list(ex.map(ask, enumerate(prompts)))
+    report(args.label, rs, time.perf_counter() - t0)
