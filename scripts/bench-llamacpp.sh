@@ -55,7 +55,36 @@ llama=${LLAMA_DIR:-$PWD/.cache/llama.cpp}
 out=${OUT:-.cache/bench-llamacpp} # OUT=dir keeps one run's files apart from another's
 mkdir -p "$out"
 
-lb="$llama/build/bin/llama-bench"
+# On a CPU with AMX, llama.cpp's AMX kernels run from the libraries node-llama-cpp ships
+# prebuilt (ggml's CPU variants, one chosen at run time: sapphirerapids here, which repacks
+# Q4_0/Q4_1/Q8_0/k-quant weights for the tile unit), so llama-bench is compiled against
+# those, as bench-speculate.sh compiles llama.cpp's speculative example: that is the
+# llama.cpp a user of this CPU gets. A source build with GGML_NATIVE compiles the AMX kernels
+# too but dies with SIGILL at its first TILEZERO here (Emerald Rapids VM, 2026-12-05; why
+# was not found), and the source build without AMX (LLAMA_AMX=0) is slower on the tile's
+# products. LLAMA_BENCH=path runs that llama-bench instead.
+lb=${LLAMA_BENCH:-}
+if [ -z "$lb" ] && grep -qw amx_tile /proc/cpuinfo && [ "${LLAMA_AMX:-1}" = 1 ]; then
+	bins="$refs/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+	lbin="$out/llama-prebuilt"
+	lb="$lbin/llama-bench"
+	if [ ! -x "$lb" ]; then
+		bundle="$refs/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+		src="$out/llama-src"
+		[ -d "$src/.git" ] || git clone -q "$bundle" "$src"
+		mkdir -p "$lbin"
+		cp "$bins"/*.so "$lbin/"
+		ln -sf libllama.v0.4.0.so "$lbin/libllama.so"
+		ln -sf libggml.v0.4.0.so "$lbin/libggml.so"
+		echo "this CPU has AMX: compiling llama-bench against node-llama-cpp's prebuilt libraries (AMX variant)" >&2
+		g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" -I"$src/common" -I"$src/vendor" -I"$src/tools/llama-bench" \
+			"$src/tools/llama-bench/llama-bench.cpp" "$src/tools/llama-bench/main.cpp" -o "$lb" \
+			-L"$lbin" -lllama-common -lllama -lggml -lggml-base -Wl,-rpath,'$ORIGIN'
+	fi
+fi
+if [ -z "$lb" ]; then
+	lb="$llama/build/bin/llama-bench"
+fi
 if [ ! -x "$lb" ]; then
 	bundle="$refs/node_modules/node-llama-cpp/llama/gitRelease.bundle"
 	if [ ! -d "$llama/.git" ]; then
@@ -64,10 +93,7 @@ if [ ! -x "$lb" ]; then
 	fi
 	echo "building llama-bench in $llama/build ..." >&2
 	# GGML_NATIVE on a CPU with AMX compiles ggml's AMX kernels, and that llama-bench dies
-	# with SIGILL at its first TILEZERO here (Emerald Rapids VM, 2026-12-05; the kernel did
-	# grant it the tile state, and why the instruction faults is not found: the same
-	# instructions in a small C program run). Its best build that runs is then the same
-	# flags without AMX.
+	# with SIGILL (above): on such a CPU the source build is the same flags without AMX.
 	native=(-DGGML_NATIVE=ON)
 	if grep -qw amx_tile /proc/cpuinfo; then
 		native=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
@@ -78,6 +104,7 @@ if [ ! -x "$lb" ]; then
 		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF >/dev/null
 	cmake --build "$llama/build" -j"$(nproc)" --target llama-bench llama-quantize >/dev/null
 fi
+echo "llama-bench: $lb" >&2
 
 # TW=path/to/tokenwise runs that binary instead of building this tree's (a before/after
 # comparison: build the old commit's binary and run the script once with each).
