@@ -25,8 +25,9 @@ type StepCost struct {
 // It runs one sequence of its own through the ordinary step (prefill, then decode steps
 // carrying 0 .. maxTokens-1 drafts of arbitrary ids), three steps per length, and takes each
 // length's median: the first step of a length also pays its one-time allocations. Lengths
-// are 1..8, then growing by half up to maxTokens; it stops adding lengths once budget is
-// spent (the longer ones are then extrapolated as before). The sequence is cancelled at the
+// are 1..8, then growing by half up to maxTokens (at most half the model length or the
+// cache); it stops adding lengths once budget is spent, or when the sequence reaches its
+// length (the longer ones are then estimated as before). The sequence is cancelled at the
 // end; its full blocks stay findable in the prefix cache like any finished request's. It
 // returns what it measured.
 func (e *Engine) Calibrate(maxTokens int, budget time.Duration) ([]StepCost, error) {
@@ -37,6 +38,11 @@ func (e *Engine) Calibrate(maxTokens int, budget time.Duration) ([]StepCost, err
 	if e.maxVerify > 0 {
 		maxTokens = min(maxTokens, e.maxVerify)
 	}
+	// Room for the 8-token prompt and the steps: the model length and the cache bound the
+	// longest length measured (a short --max-model-len or a small cache measures fewer).
+	const promptLen = 8
+	maxLen := min(e.sch.Config().MaxModelLen, e.sch.KV().NumBlocks()*e.sch.KV().BlockSize())
+	maxTokens = min(maxTokens, (maxLen-promptLen)/2)
 	if maxTokens < 1 {
 		return nil, nil
 	}
@@ -54,7 +60,7 @@ func (e *Engine) Calibrate(maxTokens int, budget time.Duration) ([]StepCost, err
 	}
 	const rounds = 3
 	vocab := e.vocab
-	prompt := make([]int, 8)
+	prompt := make([]int, promptLen)
 	for i := range prompt {
 		prompt[i] = (1 + 131*i) % vocab
 	}
@@ -66,11 +72,7 @@ func (e *Engine) Calibrate(maxTokens int, budget time.Duration) ([]StepCost, err
 	}
 	// Each step adds at least one token; drafts that happen to be the greedy choice add
 	// more. The sequence is cancelled when the lengths are done.
-	maxLen := e.sch.Config().MaxModelLen
-	gen := min(2*len(p.sizes)+2*maxTokens, maxLen-len(prompt))
-	if gen < maxTokens+1 {
-		return nil, fmt.Errorf("calibrate: a model length of %d leaves no room for steps of %d tokens", maxLen, maxTokens)
-	}
+	gen := min(2*len(p.sizes)+2*maxTokens, maxLen-promptLen)
 	const id = sched.SeqID(1<<64 - 1) // not an id a caller numbering from 0 or 1 reaches
 	if err := e.Add(Request{ID: id, Prompt: prompt, MaxTokens: gen, IgnoreEOS: true,
 		Proposer: p, MaxDraft: maxTokens - 1, FixedDraft: true}); err != nil {

@@ -58,6 +58,19 @@ func TestCalibrate(t *testing.T) {
 		t.Errorf("Calibrate's drafts counted in the acceptance rate: %g kept, %g missed", e.pkept, e.pmissed)
 	}
 
+	// A short model length bounds the lengths measured instead of failing (a server with a
+	// small --max-model-len still starts).
+	short, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: 40, BlockSize: 16,
+		Sched: sched.Config{MaxSeqs: 4, MaxBatchedTokens: 256, MaxWaiting: 4, MaxModelLen: 40}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	sc, err := short.Calibrate(80, time.Minute)
+	if err != nil || len(sc) == 0 || sc[len(sc)-1].Tokens > 16 {
+		t.Errorf("model length 40, up to 80 tokens asked: %v, %v (want lengths up to 16)", sc, err)
+	}
+
 	want, err := Generate(context.Background(), m, tok, prompt, Options{MaxTokens: 24, IgnoreEOS: true})
 	if err != nil {
 		t.Fatal(err)
