@@ -8,7 +8,22 @@ import (
 
 	"github.com/tokenwise/tokenwise/engine/sched"
 	"github.com/tokenwise/tokenwise/engine/spec"
+	"github.com/tokenwise/tokenwise/model"
+	"github.com/tokenwise/tokenwise/tokenizer"
 )
+
+// smallEngine is an engine of 4 sequences over a cache of 40 blocks of 16 tokens, closed
+// when the test ends.
+func smallEngine(t *testing.T, m *model.Model, tok *tokenizer.Tokenizer, maxLen int) *Engine {
+	t.Helper()
+	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: 40, BlockSize: 16,
+		Sched: sched.Config{MaxSeqs: 4, MaxBatchedTokens: 256, MaxWaiting: 4, MaxModelLen: maxLen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
 
 // TestCalibrate: Calibrate measures decode steps of every length 1..8 and then growing by
 // half up to the bound, writes them into the model's step-cost table, leaves the engine idle
@@ -17,13 +32,8 @@ import (
 // work queued.
 func TestCalibrate(t *testing.T) {
 	m, tok := synthFrom(t, "llama3", archSynth["llama"], `{"bos_token_id":128000,"eos_token_id":[128001,128009]}`)
-	defer m.Close()
-	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: 40, BlockSize: 16,
-		Sched: sched.Config{MaxSeqs: 4, MaxBatchedTokens: 256, MaxWaiting: 4, MaxModelLen: 256}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	t.Cleanup(func() { m.Close() }) // after the engines (cleanups run last first)
+	e := smallEngine(t, m, tok, 256)
 	prompt := tok.Encode("The cat sat on the mat; the cat sat on the", true)
 	if err := e.Add(Request{ID: 1, Prompt: prompt, MaxTokens: 8}); err != nil {
 		t.Fatal(err)
@@ -60,13 +70,7 @@ func TestCalibrate(t *testing.T) {
 
 	// A short model length bounds the lengths measured instead of failing (a server with a
 	// small --max-model-len still starts).
-	short, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: 40, BlockSize: 16,
-		Sched: sched.Config{MaxSeqs: 4, MaxBatchedTokens: 256, MaxWaiting: 4, MaxModelLen: 40}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer short.Close()
-	sc, err := short.Calibrate(80, time.Minute)
+	sc, err := smallEngine(t, m, tok, 40).Calibrate(80, time.Minute)
 	if err != nil || len(sc) == 0 || sc[len(sc)-1].Tokens > 16 {
 		t.Errorf("model length 40, up to 80 tokens asked: %v, %v (want lengths up to 16)", sc, err)
 	}
@@ -110,13 +114,8 @@ func (wrongDraft) Propose(tokens []int, max int) []int {
 // sequence whose drafts were all rejected, and drafting then starts with no draft.
 func TestAcceptancePrior(t *testing.T) {
 	m, tok := synthFrom(t, "llama3", archSynth["llama"], `{"bos_token_id":128000,"eos_token_id":[128001,128009]}`)
-	defer m.Close()
-	e, err := NewEngine(EngineConfig{Model: m, Tokenizer: tok, NumBlocks: 40, BlockSize: 16,
-		Sched: sched.Config{MaxSeqs: 4, MaxBatchedTokens: 256, MaxWaiting: 4, MaxModelLen: 256}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	t.Cleanup(func() { m.Close() }) // after the engines (cleanups run last first)
+	e := smallEngine(t, m, tok, 256)
 	prompt := tok.Encode("Once upon a time", true)
 	add := func(id sched.SeqID, fixed bool) {
 		t.Helper()

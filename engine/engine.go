@@ -117,7 +117,7 @@ type Request struct {
 	// passes where the model writes the text as the tokenizer does. The Proposer's drafts,
 	// if any, continue after them. Only with Grammar.
 	SchemaDrafts bool
-	// Proposer, if set, drafts up to MaxDraft tokens per step (default 4) to verify. How
+	// Proposer, if set, drafts up to MaxDraft tokens per step (DefaultMaxDraft) to verify. How
 	// many are asked for each step follows the sequence's acceptance and what a step of that
 	// many tokens has been measured to cost (see draftLen): none where drafts do not pay.
 	Proposer Proposer
@@ -126,6 +126,9 @@ type Request struct {
 	// acceptance measurements).
 	FixedDraft bool
 }
+
+// DefaultMaxDraft is Request.MaxDraft where it is not set.
+const DefaultMaxDraft = 4
 
 // Token is one token a step appended to a sequence.
 type Token struct {
@@ -350,7 +353,7 @@ func (e *Engine) Add(req Request) error {
 	if s.drafting() {
 		s.tokens = slices.Clone(req.Prompt)
 		if s.req.MaxDraft <= 0 {
-			s.req.MaxDraft = 4
+			s.req.MaxDraft = DefaultMaxDraft
 		}
 		// Forced text is mostly written as the tokenizer spells it: a prior of nine in ten.
 		s.fkept, s.fmissed = 9, 1
@@ -567,20 +570,12 @@ func (e *Engine) sample(step sched.Step, logits [][]float32, rep *StepReport) (o
 			out.Done = done
 		}
 		if s.shadow >= 0 && len(drafts) == 0 {
-			s.kept, s.missed = 0.8*s.kept, 0.8*s.missed
-			hit := out.Token == s.shadow
-			if hit {
-				s.kept++
-			} else {
-				s.missed++
-			}
-			e.observeAcceptance(b2i(hit), !hit)
+			// Counted as a verified draft of one token would be (nForced is 0: no draft).
+			s.learn(e, 1, b2i(out.Token == s.shadow))
 			s.shadow = -1
 		}
 		if len(drafts) > 0 {
-			if ap, miss, ok := s.learn(len(drafts), len(out.Accepted)); ok {
-				e.observeAcceptance(ap, miss)
-			}
+			s.learn(e, len(drafts), len(out.Accepted))
 		}
 		if !out.Done && s.drafting() {
 			out.Draft = s.propose(e, sampling)
@@ -666,10 +661,9 @@ func (s *seqState) drafting() bool {
 
 // learn updates the acceptance estimates after a step verified n drafts and kept the first
 // a: the forced-text drafts (the first nForced) and the proposer's are counted apart. Each
-// estimate decays by 0.8 a step it is used, so it follows the sequence's recent text. It
-// returns what the proposer's drafts did (kept, and whether one was rejected), ok false
-// where none of them was reached.
-func (s *seqState) learn(n, a int) (kept int, miss, ok bool) {
+// estimate decays by 0.8 a step it is used, so it follows the sequence's recent text. What
+// the proposer's drafts did goes to the engine's rate too (observeAcceptance).
+func (s *seqState) learn(e *Engine, n, a int) {
 	nf := min(s.nForced, n)
 	if nf > 0 {
 		af := min(a, nf)
@@ -684,9 +678,8 @@ func (s *seqState) learn(n, a int) (kept int, miss, ok bool) {
 		if ap < n-nf {
 			s.missed++
 		}
-		return ap, ap < n-nf, true
+		e.observeAcceptance(ap, ap < n-nf)
 	}
-	return 0, false, false
 }
 
 // acceptance estimates the chance that the sequence's next proposer draft is kept: its own
@@ -1039,7 +1032,9 @@ func (c *stepCosts) cost(seqs, n int) (float64, bool) {
 		if lo, hi := r.bounds(n); lo > 0 && hi < 0 {
 			if one := c.rows[1]; one != nil {
 				// It needs two measured lengths up to n for a shape (one gives a flat line).
-				if l1, _ := one.bounds(n); l1 > 0 && (l1 == n || func() bool { l0, _ := one.bounds(l1 - 1); return l0 > 0 }()) {
+				l1, _ := one.bounds(n)
+				l0, _ := one.bounds(l1 - 1)
+				if l1 > 0 && (l1 == n || l0 > 0) {
 					a, _ := one.cost(lo)
 					b, _ := one.cost(n)
 					if a > 0 {

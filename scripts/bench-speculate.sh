@@ -54,15 +54,16 @@ fi
 tw=${TW:-$out/tokenwise}
 [ -n "${TW:-}" ] || GOEXPERIMENT=simd go build -o "$tw" ./cmd/tokenwise
 
-pid=
-stop() { [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=; }; }
-trap stop EXIT
-up() { # up LOG CMD...: start a server and wait for it to answer
-	local log=$1
-	shift
+pids=()
+down() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+trap 'for p in "${pids[@]}"; do down "$p"; done' EXIT
+up() { # up PORT LOG CMD...: start a server and wait for it to answer on PORT; its pid in $last
+	local port=$1 log=$2
+	shift 2
 	"$@" >"$log" 2>&1 &
-	pid=$!
-	for _ in $(seq 120); do curl -sf "localhost:$PORT/health" >/dev/null && return; sleep 1; done
+	last=$!
+	pids+=("$last")
+	for _ in $(seq 120); do curl -sf "localhost:$port/health" >/dev/null && return; sleep 1; done
 	echo "server did not start: $*" >&2
 	cat "$log" >&2
 	exit 1
@@ -84,14 +85,10 @@ run() { # run ENGINE MODE KIND STREAMS [--schema]: a run on the server at PORT
 # of the effects measured, and alternating puts the drift on both alike. More streams: one
 # run after the other (both servers up, one busy at a time).
 port2=$((PORT + 1))
-pid2=
-stop2() { [ -z "$pid2" ] || { kill "$pid2" 2>/dev/null || true; wait "$pid2" 2>/dev/null || true; pid2=; }; }
-trap 'stop; stop2' EXIT
-up "$out/tokenwise-off.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate off
+up "$PORT" "$out/tokenwise-off.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate off
+off=$last
 for mode in prompt prompt,schema; do
-	"$tw" serve --model "$model" --port "$port2" --threads "$THREADS" --max-seqs 16 --speculate "$mode" >"$out/tokenwise-$mode.log" 2>&1 &
-	pid2=$!
-	for _ in $(seq 120); do curl -sf "localhost:$port2/health" >/dev/null && break; sleep 1; done
+	up "$port2" "$out/tokenwise-$mode.log" "$tw" serve --model "$model" --port "$port2" --threads "$THREADS" --max-seqs 16 --speculate "$mode"
 	grep -h "decode steps measured" "$out/tokenwise-$mode.log" >&2 || true
 	for kind in $KINDS; do
 		for s in $STREAMS; do
@@ -116,17 +113,17 @@ for mode in prompt prompt,schema; do
 			done
 		done
 	done
-	stop2
+	down "$last"
 done
-stop
+down "$off"
 if [ "$LLAMA" = 1 ]; then
 	# The prompts as tokenwise renders SmolLM2's chat template, for llama.cpp to read as text.
-	up "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS"
+	up "$PORT" "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS"
 	for kind in $KINDS; do
 		[ "$kind" != sampled ] || continue # the example below decodes greedily
 		python3 tests/speculate/workload.py "http://localhost:$PORT" "$kind" "$N" 1 --prompts-out "$out/prompts-$kind.json"
 	done
-	stop
+	down "$last"
 	for kind in $KINDS; do
 		[ "$kind" != sampled ] || continue
 		# Plain: a lookup that never matches (speculative-simple needs a speculation type).

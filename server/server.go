@@ -114,21 +114,22 @@ type Config struct {
 // Server serves one model. Create it with New; serve Handler, or the http.Server from
 // HTTPServer and stop that with Shutdown; stop the runner with Close.
 type Server struct {
-	cfg     Config
-	m       *model.Model
-	tok     *tokenizer.Tokenizer
-	tmpl    *engine.ChatTemplate // nil: the tokenizer has no chat template
-	tmplErr error
+	cfg      Config
+	m        *model.Model
+	tok      *tokenizer.Tokenizer
+	tmpl     *engine.ChatTemplate // nil: the tokenizer has no chat template
+	tmplErr  error
+	roles    []string      // chat roles the template takes
+	specials *specialTexts // the special tokens' texts, refused in chat content
+	vocab    int
+	maxLen   int
+	eng      *engine.Engine
+	grammars *engine.Grammars // response_format's, compiled once per schema
+	met      *metrics
+	created  int64
+
 	// calibration is the step costs measured at start (Calibration).
 	calibration []engine.StepCost
-	roles       []string      // chat roles the template takes
-	specials    *specialTexts // the special tokens' texts, refused in chat content
-	vocab       int
-	maxLen      int
-	eng         *engine.Engine
-	grammars    *engine.Grammars // response_format's, compiled once per schema
-	met         *metrics
-	created     int64
 
 	submit   chan submission
 	cancels  chan sched.SeqID
@@ -219,7 +220,7 @@ func New(cfg Config) (*Server, error) {
 		// measure them now rather than on the first requests (engine.Calibrate).
 		maxDraft := cfg.MaxDraft
 		if maxDraft <= 0 {
-			maxDraft = 4
+			maxDraft = engine.DefaultMaxDraft
 		}
 		if s.calibration, err = eng.Calibrate(cfg.MaxSeqs*(maxDraft+1), 2*time.Second); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
