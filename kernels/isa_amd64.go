@@ -36,7 +36,7 @@ var (
 	// attention's GEMM.
 	useAVX512Tile bool
 	// useVNNI enables the Q8_0 prefill tiles and the AVX-512 activation quantizer: AVX-512
-	// VNNI and VL.
+	// VNNI, VL and BW (the small-n kernels shift words and broadcast them under masks).
 	useVNNI bool
 	// kqTile selects the Q4_K prefill tile (kquant_tile.go): AVX2 with the k-quant rows,
 	// 512-bit where AVX-512 BW and VNNI are on as well.
@@ -58,7 +58,7 @@ func setISA(i ISA) ISA {
 	useAsmQ8 = useAsmGEMM && x.HasF16C
 	useAVX512Attn = useAsmQ8 && wide
 	useAVX512Tile = useAsmGEMM && wide
-	useVNNI = useAsmQ8 && wide && x.HasAVX512VNNI && x.HasAVX512VL
+	useVNNI = useAsmQ8 && wide && x.HasAVX512VNNI && x.HasAVX512VL && x.HasAVX512BW
 	switch {
 	case !useAsmQ8 || noKQTile:
 		kqTile = kqTileOff
