@@ -218,7 +218,7 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 }
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
-	if asmSmallN(out, w, a, n, lo, hi) { // 2..16 tokens: each weight block loaded once for all (smalln_amd64.s)
+	if asmSmallN(out, w, a, n, lo, hi) { // few tokens (smallNRuns): each weight block loaded once for all (smalln_amd64.s)
 		return
 	}
 	if n == 1 && asmMatVecQ8_0(out, w, a, lo, hi) { // decode: one call streams the rows (gemm_amd64.s)

@@ -15,9 +15,11 @@ func smallNRuns(w *Mat, n int) bool {
 	}
 	switch w.DType {
 	case tensor.Q8_0:
-		// Decode stays with asmMatVecQ8_0, which streams the rows as fast; prefill goes to
-		// the Q8_0 tiles.
-		return n >= 2 && n <= smallNMax
+		// Decode too where the kernels are the 512-bit ones: 1.1-1.35× asmMatVecQ8_0
+		// (BenchmarkSmallN/Q8_0 n=1 with the small-n kernels on and off, same bits: e.g.
+		// 49152×576, SmolLM2's head, 2420 → 2020 µs on one thread, Intel Xeon model 207);
+		// the AVX2 ones are not faster than it. Prefill goes to the Q8_0 tiles.
+		return (n >= 2 || useVNNI) && n <= smallNMax
 	case tensor.Q4_0, tensor.Q4_1:
 		// Decode too: 2.5-3.5× the one-row kernels (BenchmarkSmallN n=1). And prefill:
 		// these dtypes have no prefill tile in assembly, and the archsimd 4×4 panel

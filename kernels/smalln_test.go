@@ -72,8 +72,8 @@ func TestSmallN(t *testing.T) {
 	}
 }
 
-// TestSmallNRuns: the small-n kernels take 2..smallNMax tokens of Q8_0 and any number of
-// Q4_0 and Q4_1
+// TestSmallNRuns: the small-n kernels take 2..smallNMax tokens of Q8_0 (1..smallNMax with
+// AVX-512 VNNI) and any number of Q4_0 and Q4_1
 // under the ISAs with their assembly (AVX-512 VNNI, or AVX2 with F16C), so TestSmallN checks
 // them, and not only the paths they replace, wherever they run.
 func TestSmallNRuns(t *testing.T) {
@@ -91,7 +91,7 @@ func TestSmallNRuns(t *testing.T) {
 					a.quantize(randVec(rng, n*64), true)
 					prepSmallN(&a, &w, n)
 					got := asmSmallN(make([]float32, n*5), &w, &a, n, 0, 5)
-					want := pathSwitches()["asmF16C"] && (dt != tensor.Q8_0 || n >= 2 && n <= smallNMax)
+					want := pathSwitches()["asmF16C"] && (dt != tensor.Q8_0 || (n >= 2 || pathSwitches()["vnni"]) && n <= smallNMax)
 					if got != want {
 						t.Fatalf("%v %v n=%d: small-n kernel ran %v, want %v", i, dt, n, got, want)
 					}
