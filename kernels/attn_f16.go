@@ -27,7 +27,11 @@ import (
 // for its AVX2 build (GGMLBuild, SetGGMLBuild in ggml.go). The two sum ggml_vec_dot_f16 in a
 // different order (16 or 8 float32 lanes, four accumulators each: DotF16) and use different
 // exp approximations in SiLU (expGGML).
-var ggmlAVX512 = DefaultGGMLBuild() == GGMLAVX512
+var ggmlAVX512 = DefaultGGMLBuild() >= GGMLAVX512
+
+// ggmlAMX is true while the kernels reproduce llama.cpp's sapphirerapids library (GGMLAMX):
+// its AMX backend's arithmetic for the quantized products it takes.
+var ggmlAMX = DefaultGGMLBuild() == GGMLAMX
 
 // F16Encode rounds src to half precision into dst (round to nearest even, like ggml).
 func F16Encode(dst []uint16, src []float32) {

@@ -29,9 +29,17 @@ const (
 	// GGMLAVX512 is ggml's AVX-512 builds without AMX (libggml-cpu-skylakex; measured on
 	// SmolLM2 Q4_1, the cannonlake, cascadelake and zen4 libraries give the same logits).
 	// llama.cpp loads one of them on AVX-512 CPUs, except on Intel CPUs with AMX, where it
-	// loads libggml-cpu-sapphirerapids, whose AMX quantized products this package does not
-	// reproduce.
+	// loads libggml-cpu-sapphirerapids (GGMLAMX).
 	GGMLAVX512
+	// GGMLAMX is ggml's sapphirerapids library, which llama.cpp loads on Intel CPUs with
+	// AMX: the AVX-512 build's arithmetic, except that the weights of matrix products in a
+	// quantized type it has AMX kernels for go to its AMX buffer (ggml-cpu/amx), whose
+	// products sum each block into one integer and accumulate it per row and token
+	// (ggmlAMX). So far the kernels reproduce that for Q4_1 only, and only in the Go
+	// reference (amxArithmetic), which is slow: not a default, TOKENWISE_GGML_BUILD=amx or
+	// SetGGMLBuild. Its sums are cheaper than vec_dot's eight float lanes per row and token,
+	// which is where llama.cpp's speed on such a CPU comes from (docs/kernels.md).
+	GGMLAMX
 )
 
 func (b GGMLBuild) String() string {
@@ -40,6 +48,8 @@ func (b GGMLBuild) String() string {
 		return "avx2"
 	case GGMLAVX512:
 		return "avx512"
+	case GGMLAMX:
+		return "amx"
 	}
 	return fmt.Sprintf("GGMLBuild(%d)", int(b))
 }
@@ -47,8 +57,11 @@ func (b GGMLBuild) String() string {
 // Library is the ggml CPU library (libggml-cpu-NAME.so) of the build that a parity test
 // loads as its reference: the lowest instruction-set level with that arithmetic.
 func (b GGMLBuild) Library() string {
-	if b == GGMLAVX512 {
+	switch b {
+	case GGMLAVX512:
 		return "skylakex"
+	case GGMLAMX:
+		return "sapphirerapids"
 	}
 	return "haswell"
 }
@@ -60,8 +73,10 @@ func ParseGGMLBuild(s string) (GGMLBuild, error) {
 		return GGMLAVX2, nil
 	case "avx512":
 		return GGMLAVX512, nil
+	case "amx":
+		return GGMLAMX, nil
 	}
-	return 0, fmt.Errorf("unknown ggml build %q (want avx2 or avx512)", s)
+	return 0, fmt.Errorf("unknown ggml build %q (want avx2, avx512 or amx)", s)
 }
 
 // DefaultGGMLBuild is the build llama.cpp loads on this CPU (AVX-512 where the CPU has the
@@ -88,12 +103,17 @@ func CPUHasGGMLBuild(b GGMLBuild) bool {
 		return x.HasAVX2 && x.HasFMA
 	case GGMLAVX512:
 		return x.HasAVX512F && x.HasAVX512CD && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512BW
+	case GGMLAMX:
+		return CPUHasGGMLBuild(GGMLAVX512) && AMXAvailable()
 	}
 	return false
 }
 
 // CurrentGGMLBuild is the build the kernels reproduce now.
 func CurrentGGMLBuild() GGMLBuild {
+	if ggmlAMX {
+		return GGMLAMX
+	}
 	if ggmlAVX512 {
 		return GGMLAVX512
 	}
@@ -105,6 +125,7 @@ func CurrentGGMLBuild() GGMLBuild {
 // between passes (tests run both builds in one process this way).
 func SetGGMLBuild(b GGMLBuild) GGMLBuild {
 	prev := CurrentGGMLBuild()
-	ggmlAVX512 = b == GGMLAVX512
+	ggmlAVX512 = b == GGMLAVX512 || b == GGMLAMX
+	ggmlAMX = b == GGMLAMX
 	return prev
 }

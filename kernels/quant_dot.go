@@ -213,11 +213,51 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 	case tensor.Q4_0:
 		return dotQ4_0Act(row, d, q)
 	default: // tensor.Q4_1
+		if amxArithmetic(w) {
+			return dotQ4_1AMX(row, d, a.s[t*nb:(t+1)*nb], q)
+		}
 		return dotQ4_1Act(row, d, a.s[t*nb:(t+1)*nb], q)
 	}
 }
 
+// amxArithmetic reports whether llama.cpp's sapphirerapids library (GGMLAMX) multiplies w in
+// its AMX backend: the Q4_1 products (so far the only dtype reproduced) whose row count is a
+// multiple of 32 (amx.cpp's supports_op). One case is not reproduced: a tied Q4_1 embedding
+// used as the LM head, which llama.cpp keeps out of the AMX buffer (its GET_ROWS).
+func amxArithmetic(w *Mat) bool {
+	return ggmlAMX && w.DType == tensor.Q4_1 && w.Rows%32 == 0
+}
+
+// dotQ4_1AMX is a Q4_1 row times a Q8_1 activation row in the arithmetic of llama.cpp's
+// AMX backend (tinygemm_kernel_vnni and acc_C for block_q4_1 in ggml-cpu/amx/mmq.cpp, the
+// same for one token and many): per block, the exact integer Σ q·x, converted and fused-
+// multiply-added with d_w·d_x, then m·s_x fused-multiply-added, into one float per row and
+// token.
+func dotQ4_1AMX(row []byte, d, sx []float32, q []int8) float32 {
+	var c float32
+	nb := len(row) / 20
+	d, sx, q = d[:nb], sx[:nb], q[:nb*32]
+	for b := range nb {
+		blk := (*[20]byte)(row[b*20:])
+		qy := (*[32]int8)(q[b*32:])
+		dw := f16Table[uint16(blk[0])|uint16(blk[1])<<8]
+		m := f16Table[uint16(blk[2])|uint16(blk[3])<<8]
+		var sum int32
+		for i := range 16 {
+			v := blk[4+i]
+			sum += int32(v&15)*int32(qy[i]) + int32(v>>4)*int32(qy[16+i])
+		}
+		c = fma32(float32(sum), dw*d[b], c)
+		c = fma32(m, sx[b], c)
+	}
+	return c
+}
+
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
+	if amxArithmetic(w) { // no kernel has the AMX backend's arithmetic yet: the Go reference
+		quantPairs(out, w, a, 0, n, lo, hi)
+		return
+	}
 	if asmSmallN(out, w, a, n, lo, hi) { // few tokens (smallNRuns): each weight block loaded once for all (smalln_amd64.s)
 		return
 	}

@@ -387,3 +387,66 @@ func TestQuantQ8Asm(t *testing.T) {
 		}
 	}
 }
+
+// TestQ4_1AMXArithmetic: under GGMLAMX, a Q4_1 product whose row count is a multiple of 32
+// gives every row and token the AMX backend's arithmetic (dotQ4_1AMX, computed here from the
+// block's integers independently), in a pass of one token and of several alike; a matrix of
+// other row counts keeps the AVX-512 build's vec_dot arithmetic; and the two arithmetics do
+// differ on this data (so the switch is seen). TestSmolLM2MatchesLlamaCpp/Q4_1/amx compares
+// the whole model with llama.cpp's sapphirerapids library.
+func TestQ4_1AMXArithmetic(t *testing.T) {
+	if !CPUHasGGMLBuild(GGMLAVX512) {
+		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
+	}
+	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
+	rng := rand.New(rand.NewPCG(41, 42))
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(2)
+	for _, rows := range []int{32, 64, 40} {
+		const cols, n = 32 * 7, 5
+		w, _ := randMat(t, rng, tensor.Q4_1, rows, cols)
+		x := randVec(rng, n*cols)
+		got := make([]float32, n*rows)
+		MatMul(p, got, &w, x, n, s)
+		var a qact
+		a.quantize(x, true)
+		differ := 0
+		for tk := range n {
+			one := make([]float32, rows)
+			MatMul(p, one, &w, x[tk*cols:(tk+1)*cols], 1, s)
+			for r := range rows {
+				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+				var c float32
+				for b := range cols / 32 {
+					blk := row[b*20 : (b+1)*20]
+					var sum int32
+					for i := range 16 {
+						sum += int32(blk[4+i]&15)*int32(a.q[tk*cols+b*32+i]) + int32(blk[4+i]>>4)*int32(a.q[tk*cols+b*32+16+i])
+					}
+					dw := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+					m := tensor.F16ToF32(uint16(blk[2]) | uint16(blk[3])<<8)
+					c = fma32(float32(sum), dw*a.d[tk*cols/32+b], c)
+					c = fma32(m, a.s[tk*cols/32+b], c)
+				}
+				vec := dotQ4_1Act(row, a.d[tk*cols/32:(tk+1)*cols/32], a.s[tk*cols/32:(tk+1)*cols/32], a.q[tk*cols:(tk+1)*cols])
+				want := c
+				if rows%32 != 0 {
+					want = vec
+				}
+				if g := got[tk*rows+r]; math.Float32bits(g) != math.Float32bits(want) {
+					t.Fatalf("%d rows: token %d row %d: %g, want %g (AMX %g, vec_dot %g)", rows, tk, r, g, want, c, vec)
+				}
+				if math.Float32bits(one[r]) != math.Float32bits(got[tk*rows+r]) {
+					t.Fatalf("%d rows: token %d row %d: %g alone, %g in a pass of %d", rows, tk, r, one[r], got[tk*rows+r], n)
+				}
+				if c != vec {
+					differ++
+				}
+			}
+		}
+		if differ == 0 {
+			t.Fatalf("%d rows: the AMX and vec_dot arithmetics agree on every value: the test cannot tell them apart", rows)
+		}
+	}
+}

@@ -433,8 +433,13 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 	// of ggml's f16 dot product). ggml's AVX2 and AVX-512 CPU libraries differ in that lane
 	// order and in their exp (0.15-0.27 logits apart on this file), so the comparison runs
 	// once per build (kernels.GGMLBuild) against that build's own library, on every build
-	// this CPU can load: AVX2 everywhere, AVX-512 where the CPU has it.
-	for _, b := range []kernels.GGMLBuild{kernels.GGMLAVX2, kernels.GGMLAVX512} {
+	// this CPU can load: AVX2 everywhere, AVX-512 where the CPU has it, and on Intel CPUs
+	// with AMX the sapphirerapids library, the one llama.cpp itself loads there. That one
+	// multiplies the Q4_1 weights in its AMX backend, one integer sum and two fused
+	// multiply-adds per block (kernels.GGMLAMX): measured on an Emerald Rapids VM, 5.8e-6 to
+	// 7.7e-6 from it at the first step and every choice the same, where the AVX-512 build's
+	// arithmetic is 0.15-0.33 away and chooses differently at 1-2 of 32 steps per prompt.
+	for _, b := range []kernels.GGMLBuild{kernels.GGMLAVX2, kernels.GGMLAVX512, kernels.GGMLAMX} {
 		if !kernels.CPUHasGGMLBuild(b) {
 			t.Logf("Q4_1 against ggml's %s build: this CPU cannot load libggml-cpu-%s.so, not compared here", b, b.Library())
 			continue

@@ -92,7 +92,7 @@ fi
 # loads node-llama-cpp from the tree its request names.
 if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
 	bins="$refs/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
-	for lib in haswell skylakex; do
+	for lib in haswell skylakex sapphirerapids; do
 		tree="$refs/ggml/$lib"
 		[ "$(cat "$tree/.installed" 2>/dev/null)" = "$want" ] && continue
 		[ -s "$bins/libggml-cpu-$lib.so" ] || die "$bins/libggml-cpu-$lib.so missing"

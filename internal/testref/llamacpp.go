@@ -19,8 +19,8 @@ import (
 // "cpuLibrary" itself. run.mjs loads exactly that library and reports the one it mapped; the
 // test fails if they differ, and its log names the library, so a parity result never depends
 // on which CPU the test landed on (on its own, ggml would load the best library for the CPU:
-// on an Intel CPU with AMX that is sapphirerapids, whose quantized products tokenwise does
-// not reproduce).
+// on an Intel CPU with AMX that is sapphirerapids, whose AMX quantized products tokenwise
+// reproduces only under kernels.GGMLAMX, so far for Q4_1).
 func LlamaCpp(t testing.TB, req map[string]any, out any) {
 	t.Helper()
 	Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
