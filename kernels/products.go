@@ -82,6 +82,7 @@ func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 		a := &s.act
 		a.quantize(x, k == actQ8_1)
 		prepSmallN(a, w, n)
+		prepQ4_1AMX(a, w, n)
 		return func(_ int, out []float32, w *Mat, lo, hi int) { quantRows(out, w, a, n, lo, hi) }
 	case k == actF32 || k == actF16 || k == actBF16:
 		xr := roundActivations(w, x, s)

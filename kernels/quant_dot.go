@@ -30,6 +30,9 @@ type qact struct {
 	raw  []float32
 	sums []int32
 	sn   smallNAct // for the small-n kernels (smalln.go)
+	// amxD, amxS: d and s by block and then token in groups of eight tokens, for the
+	// AMX-arithmetic Q4_1 kernels (q4_1amx.go).
+	amxD, amxS []float32
 }
 
 // actKind is the activation format a weight dtype multiplies with.
@@ -254,8 +257,10 @@ func dotQ4_1AMX(row []byte, d, sx []float32, q []int8) float32 {
 }
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
-	if amxArithmetic(w) { // no kernel has the AMX backend's arithmetic yet: the Go reference
-		quantPairs(out, w, a, 0, n, lo, hi)
+	if amxArithmetic(w) {
+		if !asmQ4_1AMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (q4_1amx.go)
+			quantPairs(out, w, a, 0, n, lo, hi)
+		}
 		return
 	}
 	if asmSmallN(out, w, a, n, lo, hi) { // few tokens (smallNRuns): each weight block loaded once for all (smalln_amd64.s)

@@ -450,3 +450,64 @@ func TestQ4_1AMXArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// TestQ4_1AMXKernels: the rows-interleaved kernels of the AMX arithmetic give every row and
+// token dotQ4_1AMX's bits (TestQ4_1AMXArithmetic checks that one against the integers), for
+// 1 to 17 tokens (token groups of eight and a rest), row ranges that cut 16-row groups at
+// one end, both ends, or inside one group, and rows of random bytes (any nibbles, minimums
+// and scales) beside the quantizer's.
+func TestQ4_1AMXKernels(t *testing.T) {
+	if !CPUHasGGMLBuild(GGMLAVX512) {
+		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
+	}
+	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, sh := range []struct{ rows, cols int }{{32, 32}, {64, 32 * 9}, {96, 32 * 130}} {
+		w, _ := randMat(t, rng, tensor.Q4_1, sh.rows, sh.cols)
+		for r := 1; r < sh.rows; r += 2 {
+			row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+			for i := range row {
+				row[i] = byte(rng.IntN(256))
+			}
+			for b := 0; b < len(row); b += 20 {
+				for _, off := range []int{0, 2} {
+					h := tensor.F32ToF16(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(20)-10))))
+					row[b+off], row[b+off+1] = byte(h), byte(h>>8)
+				}
+			}
+		}
+		x := randVec(rng, 17*sh.cols)
+		for _, n := range []int{1, 2, 3, 8, 9, 17} {
+			var a qact
+			a.quantize(x[:n*sh.cols], true)
+			prepSmallN(&a, &w, n)
+			prepQ4_1AMX(&a, &w, n)
+			for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+				lo, hi := rg[0], rg[1]
+				out := make([]float32, n*sh.rows)
+				if q4_1AMXRuns() && !asmQ4_1AMX(out, &w, &a, n, lo, hi) {
+					t.Fatalf("%d×%d n=%d rows %d..%d: the kernels did not run", sh.rows, sh.cols, n, lo, hi)
+				}
+				clear(out)
+				quantRows(out, &w, &a, n, lo, hi)
+				nb := sh.cols / 32
+				for tk := range n {
+					for r := range sh.rows {
+						g := out[tk*sh.rows+r]
+						if r < lo || r >= hi {
+							if g != 0 {
+								t.Fatalf("%d×%d n=%d rows %d..%d: row %d written", sh.rows, sh.cols, n, lo, hi, r)
+							}
+							continue
+						}
+						row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+						want := dotQ4_1AMX(row, a.d[tk*nb:(tk+1)*nb], a.s[tk*nb:(tk+1)*nb], a.q[tk*nb*32:(tk+1)*nb*32])
+						if math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("%d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
