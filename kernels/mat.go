@@ -20,6 +20,7 @@ type Mat struct {
 	f32      []float32 // typed views of Data, made once by NewMat
 	u16      []uint16
 	amx      *q4_1Pack // Q4_1: the AMX-arithmetic repack, made on first use (q4_1amx.go)
+	amxK     *q6KPack  // Q6_K: the same (q6kamx.go)
 }
 
 // NewMat checks that data holds exactly rows×cols elements of dt and wraps it.
@@ -46,6 +47,8 @@ func NewMat(dt tensor.DType, rows, cols int, data []byte) (Mat, error) {
 	switch dt {
 	case tensor.Q4_1:
 		m.amx = new(q4_1Pack)
+	case tensor.Q6_K:
+		m.amxK = new(q6KPack)
 	case tensor.F32:
 		m.f32 = f32View(data)
 	case tensor.F16, tensor.BF16:

@@ -77,6 +77,7 @@ func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 		a := &s.actK
 		a.quantize(x)
 		prepareAMX(w, a, n)
+		prepQ6KAMX(a, w, n)
 		return func(_ int, out []float32, w *Mat, lo, hi int) { kQuantRows(out, w, a, n, lo, hi) }
 	case k == actQ8_0 || k == actQ8_1:
 		a := &s.act

@@ -31,6 +31,10 @@ type qactK struct {
 	q     []int8
 	bsums []int16 // 16 per super-block, int16 as ggml's block_q8_K holds them (|sum| ≤ 16·127)
 	amx   amxPrep // the same in the AMX product's layouts, where it runs (prepareAMX)
+	// amxD, amxComp: d and 32·Σx of each sub-block, by super-block and then token in groups
+	// of eight tokens, for the AMX-arithmetic Q6_K kernels (q6kamx.go).
+	amxD    []float32
+	amxComp []int32
 }
 
 // quantize fills a with x (a multiple of 256 long) as ggml's quantize_row_q8_K does: the
@@ -225,15 +229,21 @@ func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int16) float32 {
 // rows: the assembly where it runs (asmKQuantRows, kquant_amd64.s), else the Go reference
 // row by row.
 func kQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
-	if asmKQuantRows(out, w, a, n, lo, hi) {
+	amx := amxArithmeticK(w)
+	if amx && asmQ6KAMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (q6kamx.go)
+		return
+	}
+	if !amx && asmKQuantRows(out, w, a, n, lo, hi) {
 		return
 	}
 	rows, nb := w.Rows, w.Cols/256
 	dot := dotQ6_KAct
-	switch w.DType {
-	case tensor.Q4_K:
+	switch {
+	case amx:
+		dot = dotQ6_KAMX
+	case w.DType == tensor.Q4_K:
 		dot = dotQ4_KAct
-	case tensor.Q5_K:
+	case w.DType == tensor.Q5_K:
 		dot = dotQ5_KAct
 	}
 	for r := lo; r < hi; r++ {

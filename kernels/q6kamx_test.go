@@ -1,0 +1,98 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
+
+// TestQ6KAMX: under GGMLAMX, q6Value reads ggml's Q6_K layout (each element, less 32, times
+// d_w and its sub-block's scale, is what tensor.Dequantize gives); dotQ6_KAMX is one exact
+// integer per super-block (checked against the sum computed from those dequantized values in
+// float64, within its rounding); and the rows-interleaved kernels give every row and token
+// dotQ6_KAMX's bits for 1 to 17 tokens, row ranges that cut 16-row groups, and rows of random
+// bytes beside randMat's. A matrix whose row count is not a multiple of 32 keeps the
+// AVX-512 build's arithmetic (dotQ6_KAct).
+func TestQ6KAMX(t *testing.T) {
+	if !CPUHasGGMLBuild(GGMLAVX512) {
+		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
+	}
+	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, sh := range []struct{ rows, cols int }{{32, 256}, {64, 512}, {96, 256 * 5}, {40, 256}} {
+		w, _ := randMat(t, rng, tensor.Q6_K, sh.rows, sh.cols)
+		for r := 1; r < sh.rows; r += 3 { // random scales and d of any size too
+			row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+			for b := 0; b < len(row); b += 210 {
+				for j := 192; j < 208; j++ {
+					row[b+j] = byte(rng.IntN(256))
+				}
+				h := tensor.F32ToF16(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(16)-8))))
+				row[b+208], row[b+209] = byte(h), byte(h>>8)
+			}
+		}
+		deq := make([]float32, sh.rows*sh.cols)
+		if err := tensor.Dequantize(tensor.Q6_K, w.Data, deq); err != nil {
+			t.Fatal(err)
+		}
+		nb := sh.cols / 256
+		for r := range sh.rows {
+			for b := range nb {
+				blk := (*[210]byte)(w.Data[r*w.rowBytes+210*b:])
+				dw := tensor.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
+				for e := range 256 {
+					want := deq[r*sh.cols+256*b+e]
+					got := dw * float32(int8(blk[192+e/16])) * float32(int(q6Value(blk, e))-32)
+					if got != want {
+						t.Fatalf("row %d super-block %d element %d: q6Value gives %g, Dequantize %g", r, b, e, got, want)
+					}
+				}
+			}
+		}
+		x := randVec(rng, 17*sh.cols)
+		for _, n := range []int{1, 2, 8, 9, 17} {
+			var a qactK
+			a.quantize(x[:n*sh.cols])
+			prepQ6KAMX(&a, &w, n)
+			// The reference against the dequantized weights times the quantized activations.
+			for tk := range n {
+				for r := range sh.rows {
+					got := dotQ6_KAMX(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16])
+					var want, mag float64
+					for e := range sh.cols {
+						v := float64(deq[r*sh.cols+e]) * float64(a.q[tk*sh.cols+e]) * float64(a.d[tk*nb+e/256])
+						want += v
+						mag += math.Abs(v)
+					}
+					if math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
+						t.Fatalf("%d×%d token %d row %d: dotQ6_KAMX %g, float64 sum %g", sh.rows, sh.cols, tk, r, got, want)
+					}
+				}
+			}
+			for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+				lo, hi := rg[0], rg[1]
+				amx := sh.rows%32 == 0
+				if amx && q4_1AMXRuns() && !asmQ6KAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
+					t.Fatalf("%d×%d n=%d rows %d..%d: the kernels did not run", sh.rows, sh.cols, n, lo, hi)
+				}
+				out := make([]float32, n*sh.rows)
+				kQuantRows(out, &w, &a, n, lo, hi)
+				for tk := range n {
+					for r := lo; r < hi; r++ {
+						row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+						d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
+						want := dotQ6_KAMX(row, d, q, bs)
+						if !amx {
+							want = dotQ6_KAct(row, d, q, bs)
+						}
+						if g := out[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("%d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
