@@ -21,7 +21,17 @@ type Mat struct {
 	u16      []uint16
 	amx      *q4_1Pack // Q4_1: the AMX-arithmetic repack, made on first use (q4_1amx.go)
 	amxK     *q6KPack  // Q6_K: the same (q6kamx.go)
+	// outsideAMX: llama.cpp's sapphirerapids library keeps this matrix out of its AMX
+	// buffer (SetOutsideAMX), so GGMLAMX multiplies it in the AVX-512 arithmetic.
+	outsideAMX bool
 }
+
+// SetOutsideAMX marks m as one that llama.cpp's sapphirerapids library multiplies outside its
+// AMX backend, with the AVX-512 build's products: a tied embedding used as the LM head (the
+// table is placed for its row lookups, which the AMX buffer does not serve) and the experts
+// of a mixture (their products are MUL_MAT_ID, which it does not take). Only GGMLAMX looks
+// at it.
+func (m *Mat) SetOutsideAMX() { m.outsideAMX = true }
 
 // NewMat checks that data holds exactly rows×cols elements of dt and wraps it.
 func NewMat(dt tensor.DType, rows, cols int, data []byte) (Mat, error) {

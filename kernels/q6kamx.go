@@ -11,9 +11,9 @@ import (
 // amxArithmeticK reports whether llama.cpp's sapphirerapids library (GGMLAMX) multiplies the
 // k-quant matrix w in its AMX backend with an arithmetic tokenwise reproduces: Q6_K (Q4_K
 // and Q5_K keep the AVX-512 build's arithmetic, not reproduced yet), row count a multiple
-// of 32 (amx.cpp's supports_op).
+// of 32 (amx.cpp's supports_op), not kept out of that backend (SetOutsideAMX).
 func amxArithmeticK(w *Mat) bool {
-	return ggmlAMX && w.DType == tensor.Q6_K && w.Rows%32 == 0
+	return ggmlAMX && w.DType == tensor.Q6_K && w.Rows%32 == 0 && !w.outsideAMX
 }
 
 // q6Value is element e (0..255) of a Q6_K super-block as 0..63 (ggml's layout: two halves of

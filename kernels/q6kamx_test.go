@@ -96,3 +96,42 @@ func TestQ6KAMX(t *testing.T) {
 		}
 	}
 }
+
+// TestOutsideAMX: under GGMLAMX a Q4_1 or Q6_K matrix marked SetOutsideAMX (a tied head, an
+// expert) is multiplied in the AVX-512 build's arithmetic, as llama.cpp's sapphirerapids
+// library does outside its AMX buffer, and an unmarked copy of it in the AMX one.
+func TestOutsideAMX(t *testing.T) {
+	if !CPUHasGGMLBuild(GGMLAVX512) {
+		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
+	}
+	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
+	rng := rand.New(rand.NewPCG(47, 48))
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(2)
+	for _, dt := range []tensor.DType{tensor.Q4_1, tensor.Q6_K} {
+		w, _ := randMat(t, rng, dt, 64, 512)
+		out := w
+		out.SetOutsideAMX()
+		x := randVec(rng, 3*512)
+		in, outside := make([]float32, 3*64), make([]float32, 3*64)
+		MatMul(p, in, &w, x, 3, s)
+		MatMul(p, outside, &out, x, 3, s)
+		vec := make([]float32, 3*64)
+		prev := SetGGMLBuild(GGMLAVX512)
+		MatMul(p, vec, &w, x, 3, s)
+		SetGGMLBuild(prev)
+		differ := 0
+		for i := range vec {
+			if math.Float32bits(outside[i]) != math.Float32bits(vec[i]) {
+				t.Fatalf("%v: value %d outside the AMX backend %g, AVX-512 arithmetic %g", dt, i, outside[i], vec[i])
+			}
+			if in[i] != vec[i] {
+				differ++
+			}
+		}
+		if differ == 0 {
+			t.Fatalf("%v: the unmarked matrix gave the AVX-512 arithmetic's values too", dt)
+		}
+	}
+}

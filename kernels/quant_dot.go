@@ -224,11 +224,11 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 }
 
 // amxArithmetic reports whether llama.cpp's sapphirerapids library (GGMLAMX) multiplies w in
-// its AMX backend: the Q4_1 products (so far the only dtype reproduced) whose row count is a
-// multiple of 32 (amx.cpp's supports_op). One case is not reproduced: a tied Q4_1 embedding
-// used as the LM head, which llama.cpp keeps out of the AMX buffer (its GET_ROWS).
+// its AMX backend with an arithmetic tokenwise reproduces: Q4_1 products (Q6_K: q6kamx.go)
+// whose row count is a multiple of 32 (amx.cpp's supports_op), unless the matrix is one it
+// keeps out of that backend (SetOutsideAMX).
 func amxArithmetic(w *Mat) bool {
-	return ggmlAMX && w.DType == tensor.Q4_1 && w.Rows%32 == 0
+	return ggmlAMX && w.DType == tensor.Q4_1 && w.Rows%32 == 0 && !w.outsideAMX
 }
 
 // dotQ4_1AMX is a Q4_1 row times a Q8_1 activation row in the arithmetic of llama.cpp's

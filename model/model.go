@@ -148,6 +148,7 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 		m.head = b.matrix(names.global("lm_head"), cfg.VocabSize, cfg.HiddenSize)
 	} else {
 		m.head = m.embed
+		m.head.SetOutsideAMX() // llama.cpp's AMX build keeps the table out of its AMX buffer
 	}
 	load := b.arch.blocks
 	if load == nil {

@@ -171,6 +171,7 @@ func (b *binder) experts(layer int, hf, stacked string, rows, cols int) []kernel
 		}
 		for j := range ms {
 			ms[j] = b.matrix(b.names.layer(layer, fmt.Sprintf(hf, j)+".weight"), rows, cols)
+			ms[j].SetOutsideAMX() // an expert: llama.cpp's AMX backend takes no MUL_MAT_ID
 		}
 		return ms
 	}
@@ -186,6 +187,7 @@ func (b *binder) experts(layer int, hf, stacked string, rows, cols int) []kernel
 			b.fail(fmt.Errorf("tensor %q expert %d: %w", name, j, err))
 			return ms
 		}
+		m.SetOutsideAMX() // an expert: llama.cpp's AMX backend takes no MUL_MAT_ID
 		ms[j] = m
 	}
 	return ms
@@ -241,6 +243,7 @@ func (b *binder) fusedExperts(layer int, stacked string, rows, cols int) ([]kern
 			b.fail(fmt.Errorf("tensor %q expert %d: %w", name, j, err))
 			return ms, true
 		}
+		m.SetOutsideAMX() // an expert: llama.cpp's AMX backend takes no MUL_MAT_ID
 		ms[j] = m
 	}
 	return ms, true
