@@ -36,7 +36,7 @@ const (
 	// quantized type it has AMX kernels for go to its AMX buffer (ggml-cpu/amx), whose
 	// products sum each block into one integer and accumulate it per row and token
 	// (ggmlAMX). So far the kernels reproduce that for Q4_1 only (amxArithmetic; the
-	// rows-interleaved kernels of q4_1amx.go), so it is not a default: TOKENWISE_GGML_BUILD=amx
+	// rows-interleaved kernels of amxrows.go), so it is not a default: TOKENWISE_GGML_BUILD=amx
 	// or SetGGMLBuild. Its sums are cheaper than vec_dot's eight float lanes per row and
 	// token, which is where llama.cpp's speed on such a CPU comes from (docs/kernels.md).
 	GGMLAMX

@@ -19,8 +19,7 @@ type Mat struct {
 	rowBytes int
 	f32      []float32 // typed views of Data, made once by NewMat
 	u16      []uint16
-	amx      *q4_1Pack // Q4_1: the AMX-arithmetic repack, made on first use (q4_1amx.go)
-	amxK     *q6KPack  // Q6_K: the same (q6kamx.go)
+	amx      *amxPack // Q4_1, Q6_K: the AMX-arithmetic repack, made on first use (amxrows.go)
 	// outsideAMX: llama.cpp's sapphirerapids library keeps this matrix out of its AMX
 	// buffer (SetOutsideAMX), so GGMLAMX multiplies it in the AVX-512 arithmetic.
 	outsideAMX bool
@@ -55,10 +54,8 @@ func NewMat(dt tensor.DType, rows, cols int, data []byte) (Mat, error) {
 	}
 	m := Mat{DType: dt, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
 	switch dt {
-	case tensor.Q4_1:
-		m.amx = new(q4_1Pack)
-	case tensor.Q6_K:
-		m.amxK = new(q6KPack)
+	case tensor.Q4_1, tensor.Q6_K:
+		m.amx = new(amxPack)
 	case tensor.F32:
 		m.f32 = f32View(data)
 	case tensor.F16, tensor.BF16:

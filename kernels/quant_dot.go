@@ -31,7 +31,7 @@ type qact struct {
 	sums []int32
 	sn   smallNAct // for the small-n kernels (smalln.go)
 	// amxD, amxS: d and s by block and then token in groups of eight tokens, for the
-	// AMX-arithmetic Q4_1 kernels (q4_1amx.go).
+	// AMX-arithmetic Q4_1 kernels (amxrows.go).
 	amxD, amxS []float32
 }
 
@@ -224,7 +224,7 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 }
 
 // amxArithmetic reports whether llama.cpp's sapphirerapids library (GGMLAMX) multiplies w in
-// its AMX backend with an arithmetic tokenwise reproduces: Q4_1 products (Q6_K: q6kamx.go)
+// its AMX backend with an arithmetic tokenwise reproduces: Q4_1 products (Q6_K: amxrows.go)
 // whose row count is a multiple of 32 (amx.cpp's supports_op), unless the matrix is one it
 // keeps out of that backend (SetOutsideAMX).
 func amxArithmetic(w *Mat) bool {
@@ -258,7 +258,7 @@ func dotQ4_1AMX(row []byte, d, sx []float32, q []int8) float32 {
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
 	if amxArithmetic(w) {
-		if !asmQ4_1AMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (q4_1amx.go)
+		if !asmQ4_1AMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (amxrows.go)
 			quantPairs(out, w, a, 0, n, lo, hi)
 		}
 		return

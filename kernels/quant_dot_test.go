@@ -485,7 +485,7 @@ func TestQ4_1AMXKernels(t *testing.T) {
 			for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
 				lo, hi := rg[0], rg[1]
 				out := make([]float32, n*sh.rows)
-				if q4_1AMXRuns() && !asmQ4_1AMX(out, &w, &a, n, lo, hi) {
+				if amxRowsRun() && !asmQ4_1AMX(out, &w, &a, n, lo, hi) {
 					t.Fatalf("%d×%d n=%d rows %d..%d: the kernels did not run", sh.rows, sh.cols, n, lo, hi)
 				}
 				clear(out)

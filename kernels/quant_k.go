@@ -32,7 +32,7 @@ type qactK struct {
 	bsums []int16 // 16 per super-block, int16 as ggml's block_q8_K holds them (|sum| ≤ 16·127)
 	amx   amxPrep // the same in the AMX product's layouts, where it runs (prepareAMX)
 	// amxD, amxComp: d and 32·Σx of each sub-block, by super-block and then token in groups
-	// of eight tokens, for the AMX-arithmetic Q6_K kernels (q6kamx.go).
+	// of eight tokens, for the AMX-arithmetic Q6_K kernels (amxrows.go).
 	amxD    []float32
 	amxComp []int32
 }
@@ -230,7 +230,7 @@ func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int16) float32 {
 // row by row.
 func kQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
 	amx := amxArithmeticK(w)
-	if amx && asmQ6KAMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (q6kamx.go)
+	if amx && asmQ6KAMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (amxrows.go)
 		return
 	}
 	if !amx && asmKQuantRows(out, w, a, n, lo, hi) {

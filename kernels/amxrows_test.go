@@ -74,7 +74,7 @@ func TestQ6KAMX(t *testing.T) {
 			for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
 				lo, hi := rg[0], rg[1]
 				amx := sh.rows%32 == 0
-				if amx && q4_1AMXRuns() && !asmQ6KAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
+				if amx && amxRowsRun() && !asmQ6KAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
 					t.Fatalf("%d×%d n=%d rows %d..%d: the kernels did not run", sh.rows, sh.cols, n, lo, hi)
 				}
 				out := make([]float32, n*sh.rows)

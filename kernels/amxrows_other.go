@@ -2,7 +2,7 @@
 
 package kernels
 
-func q4_1AMXRuns() bool { return false }
+func amxRowsRun() bool { return false }
 
 func asmQ4_1AMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool { return false }
 

@@ -1,0 +1,70 @@
+//go:build amd64
+
+package kernels
+
+import "unsafe"
+
+// amxRowsRun reports whether the AMX-arithmetic kernels run: AVX-512 VNNI (every CPU with AMX
+// has it; elsewhere the build's products go through the Go references).
+func amxRowsRun() bool { return useVNNI }
+
+// asmQ4_1AMX computes rows [lo,hi) of the Q4_1 matrix w for n tokens with the AMX-arithmetic
+// kernels; it reports false where they do not run (quantRows then takes dotQ4_1AMX).
+func asmQ4_1AMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
+	if !amxRowsRun() || w.amx == nil || hi <= lo {
+		return false
+	}
+	nb := w.Cols / 32
+	asmAMXRows(out, w, n, lo, hi, nb, nb*320, a.q, nb*32, a.amxD, unsafe.Pointer(unsafe.SliceData(a.amxS)), nb*8*4)
+	return true
+}
+
+// asmQ6KAMX is asmQ4_1AMX for Q6_K (its reference: dotQ6_KAMX).
+func asmQ6KAMX(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
+	if !amxRowsRun() || w.amx == nil || hi <= lo {
+		return false
+	}
+	nb := w.Cols / 256
+	asmAMXRows(out, w, n, lo, hi, nb, nb*4384, a.q, nb*256, a.amxD, unsafe.Pointer(unsafe.SliceData(a.amxComp)), nb*128*4)
+	return true
+}
+
+// asmAMXRows runs w's kernels (amxrows_amd64.s) on rows [lo,hi) of nb blocks (super-blocks),
+// eight tokens per call: the repack holds groupBytes per group of 16 rows, a token's quants
+// are tokBytes apart in q, and each eight tokens' d (nb·8 floats) and aux (auxBytes) follow
+// the last eight's. A group of 16 rows that [lo,hi) cuts is computed whole into a scratch and
+// its rows in range copied.
+func asmAMXRows(out []float32, w *Mat, n, lo, hi, nb, groupBytes int, q []int8, tokBytes int, d []float32, aux unsafe.Pointer, auxBytes int) {
+	pk := amxPacked(w)
+	rows := w.Rows
+	_ = out[(n-1)*rows+hi-1]
+	// The groups [lo,hi) cuts: at most the first and the last.
+	first, last := lo/16, (hi-1)/16
+	var cut [2]int
+	ncut := 0
+	if 16*first < lo || 16*first+16 > hi {
+		cut[ncut], ncut = first, ncut+1
+	}
+	if last != first && 16*last+16 > hi {
+		cut[ncut], ncut = last, ncut+1
+	}
+	g0, g1 := (lo+15)/16, hi/16 // the whole groups
+	for t0 := 0; t0 < n; t0 += 8 {
+		T := min(8, n-t0)
+		x := &q[t0*tokBytes]
+		dt := &d[t0/8*nb*8]
+		at := unsafe.Add(aux, t0/8*auxBytes)
+		if g1 > g0 {
+			amxRowsCall(w.DType, T, &pk[g0*groupBytes], nb, g1-g0, x, dt, at, &out[t0*rows+16*g0], rows)
+		}
+		for _, g := range cut[:ncut] {
+			var tmp [8 * 16]float32
+			amxRowsCall(w.DType, T, &pk[g*groupBytes], nb, 1, x, dt, at, &tmp[0], 16)
+			for t := range T {
+				for r := max(lo, 16*g); r < min(hi, 16*g+16); r++ {
+					out[(t0+t)*rows+r] = tmp[16*t+r-16*g]
+				}
+			}
+		}
+	}
+}
