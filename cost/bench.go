@@ -38,9 +38,13 @@ type BenchOptions struct {
 
 // BenchResult is one model's measured speed. Rates are medians over the repeats.
 type BenchResult struct {
-	Model        string  `json:"model"`
-	DType        string  `json:"dtype"` // the dtype holding most weight bytes
-	Threads      int     `json:"threads"`
+	Model   string `json:"model"`
+	DType   string `json:"dtype"` // the dtype holding most weight bytes
+	Threads int    `json:"threads"`
+	// GGMLBuild is the llama.cpp CPU build whose arithmetic the kernels ran (kernels.GGMLBuild:
+	// avx2, avx512, or amx, TOKENWISE_GGML_BUILD): the same model runs at other rates under
+	// each (docs/kernels.md).
+	GGMLBuild    string  `json:"ggml_build"`
 	PromptTokens int     `json:"prompt_tokens"`
 	GenTokens    int     `json:"gen_tokens"`
 	Repeats      int     `json:"repeats"`
@@ -237,6 +241,7 @@ func Bench(ctx context.Context, path string, tok *tokenizer.Tokenizer, o BenchOp
 	pool := kernels.NewPool(o.Threads)
 	defer pool.Close()
 	r.Threads = pool.Threads()
+	r.GGMLBuild = kernels.CurrentGGMLBuild().String()
 	scratch := kernels.NewScratch(pool.Threads())
 	x := make([]float32, cfg.HiddenSize)
 	for i := range x {

@@ -95,8 +95,8 @@ func runBench(ctx context.Context, f benchFlags, stdout, stderr io.Writer) error
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	fmt.Fprintf(stdout, "model %s (%s), %d threads, prompt %d, %d decode steps, median of %d\n",
-		r.Model, r.DType, r.Threads, r.PromptTokens, r.GenTokens, r.Repeats)
+	fmt.Fprintf(stdout, "model %s (%s), %d threads, llama.cpp's %s arithmetic, prompt %d, %d decode steps, median of %d\n",
+		r.Model, r.DType, r.Threads, r.GGMLBuild, r.PromptTokens, r.GenTokens, r.Repeats)
 	if r.Experts > 0 {
 		fmt.Fprintf(stdout, "params   %.4gB total, %.4gB active per token (%d of %d experts per layer)\n",
 			float64(r.ParamsTotal)/1e9, float64(r.ParamsActive)/1e9, r.ExpertsPerTok, r.Experts)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tokenwise/tokenwise/cost"
+	"github.com/tokenwise/tokenwise/kernels"
 )
 
 func repoPath(parts ...string) string {
@@ -185,6 +186,9 @@ func TestBenchAndCalibrate(t *testing.T) {
 	}
 	if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.DecodeGBs <= 0 || b.DType != "bf16" {
 		t.Errorf("bench: %+v", b)
+	}
+	if want := kernels.CurrentGGMLBuild().String(); b.GGMLBuild != want {
+		t.Errorf("bench: ggml_build %q, the kernels ran %q", b.GGMLBuild, want)
 	}
 	// Exact relations: decode GB/s is the bytes a step reads times the steps per second; the
 	// time per step is the inverse rate; the rate is the median of the runs.
