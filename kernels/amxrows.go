@@ -132,44 +132,49 @@ func dotQ6_KAMX(row []byte, d []float32, q []int8, bsums []int16) float32 {
 	return c
 }
 
-// prepQ4_1AMX makes a's amxD and amxS for w's product of n tokens (and of the other
-// matrices of a MatMulMany call, which share the activations) where the AMX-arithmetic
-// kernels take it.
-func prepQ4_1AMX(a *qact, w *Mat, n int) {
-	if !amxArithmetic(w) || !amxRowsRun() {
-		return
-	}
-	nb := w.Cols / 32
-	groups := (n + 7) / 8
-	a.amxD = grow(a.amxD, groups*nb*8)
-	a.amxS = grow(a.amxS, groups*nb*8)
-	for t := range n {
-		g, j := t/8, t%8
-		for b := range nb {
-			a.amxD[g*nb*8+8*b+j] = a.d[t*nb+b]
-			a.amxS[g*nb*8+8*b+j] = a.s[t*nb+b]
-		}
-	}
+// amxKernelsFor reports whether the AMX-arithmetic kernels may take products of w's dtype,
+// so that prepare makes their activation layouts: for every matrix of a MatMulMany call,
+// which share w's dtype but not its row count or SetOutsideAMX (amxArithmetic and
+// amxArithmeticK decide each matrix's product).
+func amxKernelsFor(w *Mat) bool {
+	return ggmlAMX && amxRowsRun() && (w.DType == tensor.Q4_1 || w.DType == tensor.Q6_K)
 }
 
-// prepQ6KAMX makes a's AMX-kernel layouts for w's product of n tokens (and of the other
-// matrices of the call, which share the activations): d and 32·Σx per sub-block, by
-// super-block and then token in groups of eight tokens.
+// prepQ4_1AMX makes the transposed scales the AMX-arithmetic Q4_1 kernels take, a.sn.dT and
+// a.sn.sT (the small-n kernels' layout), where prepSmallN did not make them for this product.
+func prepQ4_1AMX(a *qact, w *Mat, n int) {
+	if !amxKernelsFor(w) {
+		return
+	}
+	if a.sn.n != n || a.sn.dt != tensor.Q4_1 {
+		nb := w.Cols / 32
+		groups := (n + 7) / 8
+		a.sn.dT = grow(a.sn.dT, groups*nb*8)
+		a.sn.sT = grow(a.sn.sT, groups*nb*8)
+		byTokenGroups(a.sn.dT, a.d, n, nb)
+		byTokenGroups(a.sn.sT, a.s, n, nb)
+	}
+	a.amxN = n
+}
+
+// prepQ6KAMX makes a's AMX-kernel layouts for the Q6_K product of n tokens: d and 32·Σx per
+// sub-block, by super-block and then token in groups of eight tokens.
 func prepQ6KAMX(a *qactK, w *Mat, n int) {
-	if !amxArithmeticK(w) || !amxRowsRun() {
+	if !amxKernelsFor(w) {
 		return
 	}
 	nb := w.Cols / 256
 	groups := (n + 7) / 8
 	a.amxD = grow(a.amxD, groups*nb*8)
 	a.amxComp = grow(a.amxComp, groups*nb*128)
+	byTokenGroups(a.amxD, a.d, n, nb)
 	for t := range n {
 		g, j := t/8, t%8
 		for b := range nb {
-			a.amxD[(g*nb+b)*8+j] = a.d[t*nb+b]
 			for k := range 16 {
 				a.amxComp[(g*nb+b)*128+8*k+j] = 32 * int32(a.bsums[(t*nb+b)*16+k])
 			}
 		}
 	}
+	a.amxN = n
 }

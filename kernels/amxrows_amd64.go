@@ -9,19 +9,20 @@ import "unsafe"
 func amxRowsRun() bool { return useVNNI }
 
 // asmQ4_1AMX computes rows [lo,hi) of the Q4_1 matrix w for n tokens with the AMX-arithmetic
-// kernels; it reports false where they do not run (quantRows then takes dotQ4_1AMX).
+// kernels; it reports false where they do not run, or prepare did not make their layouts
+// for this product (quantRows then takes dotQ4_1AMX).
 func asmQ4_1AMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
-	if !amxRowsRun() || w.amx == nil || hi <= lo {
+	if !amxRowsRun() || w.amx == nil || a.amxN != n || hi <= lo {
 		return false
 	}
 	nb := w.Cols / 32
-	asmAMXRows(out, w, n, lo, hi, nb, nb*320, a.q, nb*32, a.amxD, unsafe.Pointer(unsafe.SliceData(a.amxS)), nb*8*4)
+	asmAMXRows(out, w, n, lo, hi, nb, nb*320, a.q, nb*32, a.sn.dT, unsafe.Pointer(unsafe.SliceData(a.sn.sT)), nb*8*4)
 	return true
 }
 
 // asmQ6KAMX is asmQ4_1AMX for Q6_K (its reference: dotQ6_KAMX).
 func asmQ6KAMX(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
-	if !amxRowsRun() || w.amx == nil || hi <= lo {
+	if !amxRowsRun() || w.amx == nil || a.amxN != n || hi <= lo {
 		return false
 	}
 	nb := w.Cols / 256

@@ -13,12 +13,10 @@ import (
 // integer per super-block (checked against the sum computed from those dequantized values in
 // float64, within its rounding); and the rows-interleaved kernels give every row and token
 // dotQ6_KAMX's bits for 1 to 17 tokens, row ranges that cut 16-row groups, and rows of random
-// bytes beside randMat's. A matrix whose row count is not a multiple of 32 keeps the
+// bytes beside randMat's, under every ISA this CPU runs (the kernels where AVX-512 VNNI is
+// on, the reference elsewhere). A matrix whose row count is not a multiple of 32 keeps the
 // AVX-512 build's arithmetic (dotQ6_KAct).
 func TestQ6KAMX(t *testing.T) {
-	if !CPUHasGGMLBuild(GGMLAVX512) {
-		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
-	}
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
 	rng := rand.New(rand.NewPCG(45, 46))
 	for _, sh := range []struct{ rows, cols int }{{32, 256}, {64, 512}, {96, 256 * 5}, {40, 256}} {
@@ -55,7 +53,6 @@ func TestQ6KAMX(t *testing.T) {
 		for _, n := range []int{1, 2, 8, 9, 17} {
 			var a qactK
 			a.quantize(x[:n*sh.cols])
-			prepQ6KAMX(&a, &w, n)
 			// The reference against the dequantized weights times the quantized activations.
 			for tk := range n {
 				for r := range sh.rows {
@@ -71,27 +68,32 @@ func TestQ6KAMX(t *testing.T) {
 					}
 				}
 			}
-			for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
-				lo, hi := rg[0], rg[1]
-				amx := sh.rows%32 == 0
-				if amx && amxRowsRun() && !asmQ6KAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
-					t.Fatalf("%d×%d n=%d rows %d..%d: the kernels did not run", sh.rows, sh.cols, n, lo, hi)
-				}
-				out := make([]float32, n*sh.rows)
-				kQuantRows(out, &w, &a, n, lo, hi)
-				for tk := range n {
-					for r := lo; r < hi; r++ {
-						row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-						d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
-						want := dotQ6_KAMX(row, d, q, bs)
-						if !amx {
-							want = dotQ6_KAct(row, d, q, bs)
+			for _, isa := range SupportedISAs() {
+				withISA(t, isa, func() {
+					prepQ6KAMX(&a, &w, n)
+					for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+						lo, hi := rg[0], rg[1]
+						amx := sh.rows%32 == 0
+						if amx && amxRowsRun() && !asmQ6KAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
+							t.Fatalf("%v %d×%d n=%d rows %d..%d: the kernels did not run", isa, sh.rows, sh.cols, n, lo, hi)
 						}
-						if g := out[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
-							t.Fatalf("%d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+						out := make([]float32, n*sh.rows)
+						kQuantRows(out, &w, &a, n, lo, hi)
+						for tk := range n {
+							for r := lo; r < hi; r++ {
+								row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+								d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
+								want := dotQ6_KAMX(row, d, q, bs)
+								if !amx {
+									want = dotQ6_KAct(row, d, q, bs)
+								}
+								if g := out[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
+									t.Fatalf("%v %d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", isa, sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+								}
+							}
 						}
 					}
-				}
+				})
 			}
 		}
 	}
@@ -101,9 +103,6 @@ func TestQ6KAMX(t *testing.T) {
 // expert) is multiplied in the AVX-512 build's arithmetic, as llama.cpp's sapphirerapids
 // library does outside its AMX buffer, and an unmarked copy of it in the AMX one.
 func TestOutsideAMX(t *testing.T) {
-	if !CPUHasGGMLBuild(GGMLAVX512) {
-		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
-	}
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
 	rng := rand.New(rand.NewPCG(47, 48))
 	p := NewPool(2)
@@ -132,6 +131,42 @@ func TestOutsideAMX(t *testing.T) {
 		}
 		if differ == 0 {
 			t.Fatalf("%v: the unmarked matrix gave the AVX-512 arithmetic's values too", dt)
+		}
+	}
+}
+
+// TestAMXMatMulMany: under GGMLAMX, one MatMulMany call over Q4_1 (and Q6_K) matrices of which
+// some take the AMX arithmetic and some do not (a row count that is not a multiple of 32, a
+// matrix marked SetOutsideAMX), in either order, gives each the bits of its own MatMul: the
+// activation layouts are made for the call, not for its first matrix only.
+func TestAMXMatMulMany(t *testing.T) {
+	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
+	rng := rand.New(rand.NewPCG(49, 50))
+	p := NewPool(2)
+	defer p.Close()
+	s := NewScratch(2)
+	for _, dt := range []tensor.DType{tensor.Q4_1, tensor.Q6_K} {
+		const cols, n = 512, 3
+		a, _ := randMat(t, rng, dt, 40, cols) // vec_dot: 40 rows
+		b, _ := randMat(t, rng, dt, 64, cols) // AMX
+		c, _ := randMat(t, rng, dt, 32, cols) // vec_dot: outside
+		c.SetOutsideAMX()
+		x := randVec(rng, n*cols)
+		for _, ms := range [][]*Mat{{&a, &b, &c}, {&b, &a, &c}, {&c, &b}} {
+			var ps []Product
+			for _, m := range ms {
+				ps = append(ps, Product{W: m, Out: make([]float32, n*m.Rows)})
+			}
+			MatMulMany(p, ps, x, n, s)
+			for i, pr := range ps {
+				alone := make([]float32, n*pr.W.Rows)
+				MatMul(p, alone, pr.W, x, n, s)
+				for j := range alone {
+					if math.Float32bits(pr.Out[j]) != math.Float32bits(alone[j]) {
+						t.Fatalf("%v, call of %d matrices, matrix %d (%d rows): value %d %g, alone %g", dt, len(ps), i, pr.W.Rows, j, pr.Out[j], alone[j])
+					}
+				}
+			}
 		}
 	}
 }

@@ -29,10 +29,8 @@ type qact struct {
 	// raw, sums: each block's unrounded scale and quant sum (quantize's scratch).
 	raw  []float32
 	sums []int32
-	sn   smallNAct // for the small-n kernels (smalln.go)
-	// amxD, amxS: d and s by block and then token in groups of eight tokens, for the
-	// AMX-arithmetic Q4_1 kernels (amxrows.go).
-	amxD, amxS []float32
+	sn   smallNAct // for the small-n kernels (smalln.go) and the AMX-arithmetic ones (amxrows.go)
+	amxN int       // tokens the AMX-arithmetic kernels' layouts were made for (prepQ4_1AMX); 0: none
 }
 
 // actKind is the activation format a weight dtype multiplies with.
@@ -63,6 +61,7 @@ func actKindOf(dt tensor.DType) actKind {
 // quantize fills a with the n×cols activations x (cols a multiple of 32).
 func (a *qact) quantize(x []float32, withSum bool) {
 	nb := len(x) / 32
+	a.amxN = 0
 	if cap(a.d) < nb {
 		a.d = make([]float32, nb)
 		a.s = make([]float32, nb)

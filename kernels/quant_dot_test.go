@@ -395,9 +395,6 @@ func TestQuantQ8Asm(t *testing.T) {
 // differ on this data (so the switch is seen). TestSmolLM2MatchesLlamaCpp/Q4_1/amx compares
 // the whole model with llama.cpp's sapphirerapids library.
 func TestQ4_1AMXArithmetic(t *testing.T) {
-	if !CPUHasGGMLBuild(GGMLAVX512) {
-		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
-	}
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
 	rng := rand.New(rand.NewPCG(41, 42))
 	p := NewPool(2)
@@ -455,11 +452,9 @@ func TestQ4_1AMXArithmetic(t *testing.T) {
 // token dotQ4_1AMX's bits (TestQ4_1AMXArithmetic checks that one against the integers), for
 // 1 to 17 tokens (token groups of eight and a rest), row ranges that cut 16-row groups at
 // one end, both ends, or inside one group, and rows of random bytes (any nibbles, minimums
-// and scales) beside the quantizer's.
+// and scales) beside the quantizer's, under every ISA this CPU runs (the kernels where
+// AVX-512 VNNI is on, the reference elsewhere).
 func TestQ4_1AMXKernels(t *testing.T) {
-	if !CPUHasGGMLBuild(GGMLAVX512) {
-		t.Skip("the AMX build's arithmetic is the AVX-512 build's elsewhere; this CPU has no AVX-512")
-	}
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
 	rng := rand.New(rand.NewPCG(43, 44))
 	for _, sh := range []struct{ rows, cols int }{{32, 32}, {64, 32 * 9}, {96, 32 * 130}} {
@@ -480,33 +475,37 @@ func TestQ4_1AMXKernels(t *testing.T) {
 		for _, n := range []int{1, 2, 3, 8, 9, 17} {
 			var a qact
 			a.quantize(x[:n*sh.cols], true)
-			prepSmallN(&a, &w, n)
-			prepQ4_1AMX(&a, &w, n)
-			for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
-				lo, hi := rg[0], rg[1]
-				out := make([]float32, n*sh.rows)
-				if amxRowsRun() && !asmQ4_1AMX(out, &w, &a, n, lo, hi) {
-					t.Fatalf("%d×%d n=%d rows %d..%d: the kernels did not run", sh.rows, sh.cols, n, lo, hi)
-				}
-				clear(out)
-				quantRows(out, &w, &a, n, lo, hi)
-				nb := sh.cols / 32
-				for tk := range n {
-					for r := range sh.rows {
-						g := out[tk*sh.rows+r]
-						if r < lo || r >= hi {
-							if g != 0 {
-								t.Fatalf("%d×%d n=%d rows %d..%d: row %d written", sh.rows, sh.cols, n, lo, hi, r)
-							}
-							continue
+			for _, isa := range SupportedISAs() {
+				withISA(t, isa, func() {
+					prepSmallN(&a, &w, n)
+					prepQ4_1AMX(&a, &w, n)
+					for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+						lo, hi := rg[0], rg[1]
+						out := make([]float32, n*sh.rows)
+						if amxRowsRun() && !asmQ4_1AMX(out, &w, &a, n, lo, hi) {
+							t.Fatalf("%v %d×%d n=%d rows %d..%d: the kernels did not run", isa, sh.rows, sh.cols, n, lo, hi)
 						}
-						row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-						want := dotQ4_1AMX(row, a.d[tk*nb:(tk+1)*nb], a.s[tk*nb:(tk+1)*nb], a.q[tk*nb*32:(tk+1)*nb*32])
-						if math.Float32bits(g) != math.Float32bits(want) {
-							t.Fatalf("%d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+						clear(out)
+						quantRows(out, &w, &a, n, lo, hi)
+						nb := sh.cols / 32
+						for tk := range n {
+							for r := range sh.rows {
+								g := out[tk*sh.rows+r]
+								if r < lo || r >= hi {
+									if g != 0 {
+										t.Fatalf("%d×%d n=%d rows %d..%d: row %d written", sh.rows, sh.cols, n, lo, hi, r)
+									}
+									continue
+								}
+								row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+								want := dotQ4_1AMX(row, a.d[tk*nb:(tk+1)*nb], a.s[tk*nb:(tk+1)*nb], a.q[tk*nb*32:(tk+1)*nb*32])
+								if math.Float32bits(g) != math.Float32bits(want) {
+									t.Fatalf("%d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+								}
+							}
 						}
 					}
-				}
+				})
 			}
 		}
 	}

@@ -35,6 +35,7 @@ type qactK struct {
 	// of eight tokens, for the AMX-arithmetic Q6_K kernels (amxrows.go).
 	amxD    []float32
 	amxComp []int32
+	amxN    int // tokens amxD and amxComp were made for (prepQ6KAMX); 0: none
 }
 
 // quantize fills a with x (a multiple of 256 long) as ggml's quantize_row_q8_K does: the
@@ -42,6 +43,7 @@ type qactK struct {
 // quants round half to even, d = 1/iscale.
 func (a *qactK) quantize(x []float32) {
 	nb := len(x) / 256
+	a.amxN = 0
 	if cap(a.d) < nb {
 		a.d = make([]float32, nb)
 		a.q = make([]int8, nb*256)

@@ -60,3 +60,16 @@ func grow[E any](s []E, n int) []E {
 	}
 	return s[:n]
 }
+
+// byTokenGroups writes src (n tokens' nb per-block values, token after token) into dst by
+// groups of eight tokens, block after block within a group: dst[g·nb·8 + 8b + j] =
+// src[(8g+j)·nb + b], the layout in which the kernels take a block's scales for all the
+// tokens of a call (smallNAct.dT, the AMX-arithmetic kernels' d).
+func byTokenGroups(dst, src []float32, n, nb int) {
+	for t := range n {
+		g, j := t/8, t%8
+		for b, v := range src[t*nb : (t+1)*nb] {
+			dst[g*nb*8+8*b+j] = v
+		}
+	}
+}

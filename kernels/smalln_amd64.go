@@ -56,18 +56,9 @@ func prepSmallN(a *qact, w *Mat, n int) {
 	if w.DType == tensor.Q4_1 {
 		sn.sT = grow(sn.sT, groups*nb*8+8)
 	}
-	for t := range n {
-		g, j := t/8, t%8
-		dT := sn.dT[g*nb*8 : (g+1)*nb*8]
-		for b, v := range a.d[t*nb : (t+1)*nb] {
-			dT[8*b+j] = v
-		}
-		if w.DType == tensor.Q4_1 {
-			sT := sn.sT[g*nb*8 : (g+1)*nb*8]
-			for b, v := range a.s[t*nb : (t+1)*nb] {
-				sT[8*b+j] = v
-			}
-		}
+	byTokenGroups(sn.dT, a.d, n, nb)
+	if w.DType == tensor.Q4_1 {
+		byTokenGroups(sn.sT, a.s, n, nb)
 	}
 	sn.n, sn.dt = n, w.DType
 }
