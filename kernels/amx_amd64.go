@@ -140,7 +140,7 @@ type amxPrep struct {
 // least amxMinTokens tokens), else marks a as having none (a.amx.n = 0).
 func prepareAMX(w *Mat, a *qactK, n int) {
 	a.amx.n = 0
-	if useAMX && w.DType == tensor.Q4_K && n >= amxMinTokens {
+	if useAMX && w.DType == tensor.Q4_K && n >= amxMinTokens && !amxKernelsFor(w) {
 		a.amx.amxPrepare(a, n, w.Cols/256)
 	}
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"sync"
 
 	"github.com/tokenwise/tokenwise/tensor"
@@ -8,87 +9,140 @@ import (
 
 //go:generate go run amxrows_gen.go
 
-// The products of GGMLAMX, llama.cpp's AMX backend's arithmetic, over weights repacked so
-// that a 512-bit register's 16 dword lanes are 16 rows (amxrows_amd64.s). The references are
-// dotQ4_1AMX (quant_dot.go) and dotQ6_KAMX (below).
+// GGMLAMX's products: the arithmetic of llama.cpp's AMX backend (ggml-cpu/amx/mmq.cpp), where
+// each block (super-block for the k-quants) of a row and token is one exact integer sum,
+// converted once and fused-multiply-added into one float per row and token, for Q4_0, Q4_1,
+// Q8_0, Q4_K, Q5_K and Q6_K weights. Its one-token kernels (tinygemm_kernel_vnni) and its
+// tile kernels (the integer tile, then acc_C, and scale_C for the k-quants) give a row and
+// token the same sums in the same order, so one reference per dtype (dot*AMX below) covers
+// decode, prefill and verification. The kernels (amxrows_amd64.s, amxrows_gen.go) run over
+// weights repacked so that a 512-bit register's 16 dword lanes are 16 rows.
 
-// amxPack holds a Q4_1 or Q6_K matrix's repack (packQ4_1AMX, packQ6KAMX), made once, on the
-// first product that needs it, and kept beside the matrix's own bytes (which everything else
-// reads): under that build such a model holds those weights twice.
+// amxArithmetic reports whether llama.cpp's sapphirerapids library (GGMLAMX) multiplies w in
+// its AMX backend, in the arithmetic above: a dtype it has AMX kernels for, a row count that
+// is a multiple of 32 (amx.cpp's supports_op; the column counts of these dtypes always meet
+// its alignment), and not a matrix it keeps out of that backend (SetOutsideAMX).
+func amxArithmetic(w *Mat) bool {
+	return ggmlAMX && w.amx != nil && w.Rows%32 == 0 && !w.outsideAMX
+}
+
+// amxPack holds a matrix's repack (amxGroupBytes per block and group of 16 rows), made once,
+// on the first product that needs it, and kept beside the matrix's own bytes (which
+// everything else reads): under that build such a model holds those weights twice.
 type amxPack struct {
 	once sync.Once
 	data []byte
+}
+
+// amxGroupBytes is the repack's size per block (super-block) and group of 16 rows.
+func amxGroupBytes(dt tensor.DType) int {
+	switch dt {
+	case tensor.Q4_0:
+		return 288
+	case tensor.Q4_1:
+		return 320
+	case tensor.Q8_0:
+		return 544
+	case tensor.Q4_K:
+		return 2496
+	case tensor.Q5_K:
+		return 3008
+	}
+	return 4384 // Q6_K
 }
 
 // amxPacked returns w's repack, making it on the first call (the workers of that product
 // wait for it).
 func amxPacked(w *Mat) []byte {
 	w.amx.once.Do(func() {
-		if w.DType == tensor.Q4_1 {
-			w.amx.data = packQ4_1AMX(w)
-		} else {
-			w.amx.data = packQ6KAMX(w)
+		bs := w.DType.BlockSize()
+		nb, gb := w.Cols/bs, amxGroupBytes(w.DType)
+		out := make([]byte, w.Rows/16*nb*gb)
+		blockBytes := w.rowBytes / nb
+		for g := range w.Rows / 16 {
+			for b := range nb {
+				dst := out[(g*nb+b)*gb:][:gb]
+				for r := range 16 {
+					blk := w.Data[(16*g+r)*w.rowBytes+blockBytes*b:][:blockBytes]
+					amxPackRow(w.DType, dst, r, blk)
+				}
+			}
 		}
+		w.amx.data = out
 	})
 	return w.amx.data
 }
 
-// packQ4_1AMX: for each group of 16 rows and each block, 320 bytes: four runs of 64 bytes,
-// run k holding bytes 4k..4k+3 of each of the 16 rows' quants in row order (low nibbles
-// elements 4k..4k+3, high nibbles 16+4k..16+4k+3), then the 16 rows' f16 d, then their f16
-// m: the shape of llama.cpp's AMX packing, which lets a block cost one integer sum per row
-// instead of vec_dot's eight float lanes. The row count is a multiple of 32 (amxArithmetic).
-func packQ4_1AMX(w *Mat) []byte {
-	nb := w.Cols / 32
-	out := make([]byte, w.Rows/16*nb*320)
-	for g := range w.Rows / 16 {
-		for b := range nb {
-			dst := out[(g*nb+b)*320:][:320]
-			for r := range 16 {
-				blk := w.Data[(16*g+r)*w.rowBytes+20*b:][:20]
-				for k := range 4 {
-					copy(dst[64*k+4*r:][:4], blk[4+4*k:][:4])
-				}
-				copy(dst[256+2*r:][:2], blk[0:2])
-				copy(dst[288+2*r:][:2], blk[2:4])
+// amxPackRow writes row r's block blk into its group's repacked block dst. The quants go in
+// runs of 64 bytes, run k holding four bytes of each of the 16 rows in row order, so that a
+// dword lane is a row:
+//
+//   - Q4_0 (288 bytes): runs k = 0..3 hold bytes 4k..4k+3 of the quants (low nibbles
+//     elements 4k..4k+3, high nibbles 16+4k..16+4k+3); then the 16 rows' f16 d.
+//   - Q4_1 (320): the same, then the f16 d, then the f16 m.
+//   - Q8_0 (544): runs k = 0..7, elements 4k..4k+3 plus 128 as unsigned bytes (VPDPBUSD
+//     multiplies unsigned by signed bytes; the kernel subtracts 128·Σx); then the f16 d.
+//   - Q4_K (2496): for each 64-element chunk j, runs 8j+k (k = 0..7) hold bytes 4k..4k+3 of
+//     the chunk's 32 quant bytes (sub-block 2j in the low nibbles, 2j+1 in the high); then
+//     the eight 6-bit scales by sub-block (16 bytes each); then the mins as int16 pairs
+//     (m_2k, m_2k+1) per row, four runs of 64 bytes; then the f16 d and the f16 dmin. The
+//     file's 144 bytes per row and super-block become 156.
+//   - Q5_K (3008): Q4_K's quants, then eight runs of the fifth bits (bytes 4k..4k+3 of qh),
+//     then Q4_K's scales, mins, d and dmin.
+//   - Q6_K (4384): 64 runs, run k holding elements 4k..4k+3 unpacked to bytes 0..63; then the
+//     16 sub-block scales by sub-block (16 bytes each); then the f16 d. 1.3× the file's 210
+//     bytes: simpler and quicker to multiply, more to read.
+func amxPackRow(dt tensor.DType, dst []byte, r int, blk []byte) {
+	switch dt {
+	case tensor.Q4_0:
+		for k := range 4 {
+			copy(dst[64*k+4*r:][:4], blk[2+4*k:][:4])
+		}
+		copy(dst[256+2*r:][:2], blk[0:2])
+	case tensor.Q4_1:
+		for k := range 4 {
+			copy(dst[64*k+4*r:][:4], blk[4+4*k:][:4])
+		}
+		copy(dst[256+2*r:][:2], blk[0:2])
+		copy(dst[288+2*r:][:2], blk[2:4])
+	case tensor.Q8_0:
+		for e := range 32 {
+			dst[64*(e/4)+4*r+e%4] = blk[2+e] ^ 0x80
+		}
+		copy(dst[512+2*r:][:2], blk[0:2])
+	case tensor.Q4_K, tensor.Q5_K:
+		qs, sc := blk[16:144], 2048
+		if dt == tensor.Q5_K {
+			qs, sc = blk[48:176], 2560
+			for k := range 8 {
+				copy(dst[2048+64*k+4*r:][:4], blk[16+4*k:][:4])
 			}
 		}
-	}
-	return out
-}
-
-// packQ6KAMX: for each group of 16 rows and each super-block, 4384 bytes: 64 runs of 64
-// bytes, run k holding elements 4k..4k+3 of each of the 16 rows as bytes 0..63, then the 16
-// sub-block scales of each row by sub-block (16 bytes per sub-block), then the 16 rows' f16
-// d. Unpacked to bytes, it is 1.3× the file's 210 bytes per row and super-block: simpler and
-// quicker to multiply, more to read.
-func packQ6KAMX(w *Mat) []byte {
-	nb := w.Cols / 256
-	out := make([]byte, w.Rows/16*nb*4384)
-	for g := range w.Rows / 16 {
-		for b := range nb {
-			dst := out[(g*nb+b)*4384:][:4384]
-			for r := range 16 {
-				blk := (*[210]byte)(w.Data[(16*g+r)*w.rowBytes+210*b:])
-				for e := range 256 {
-					dst[64*(e/4)+4*r+e%4] = q6Value(blk, e)
-				}
-				for j := range 16 {
-					dst[4096+16*j+r] = blk[192+j]
-				}
-				dst[4352+2*r], dst[4352+2*r+1] = blk[208], blk[209]
+		for j := range 4 {
+			for k := range 8 {
+				copy(dst[512*j+64*k+4*r:][:4], qs[32*j+4*k:][:4])
 			}
 		}
+		s, m := q4KScales((*[12]byte)(blk[4:16]))
+		for j := range 8 {
+			dst[sc+16*j+r] = byte(s[j])
+		}
+		for k := range 4 {
+			binary.LittleEndian.PutUint16(dst[sc+128+64*k+4*r:], uint16(m[2*k]))
+			binary.LittleEndian.PutUint16(dst[sc+128+64*k+4*r+2:], uint16(m[2*k+1]))
+		}
+		copy(dst[sc+384+2*r:][:2], blk[0:2])
+		copy(dst[sc+416+2*r:][:2], blk[2:4])
+	case tensor.Q6_K:
+		b := (*[210]byte)(blk)
+		for e := range 256 {
+			dst[64*(e/4)+4*r+e%4] = q6Value(b, e)
+		}
+		for j := range 16 {
+			dst[4096+16*j+r] = blk[192+j]
+		}
+		copy(dst[4352+2*r:][:2], blk[208:210])
 	}
-	return out
-}
-
-// amxArithmeticK reports whether llama.cpp's sapphirerapids library (GGMLAMX) multiplies the
-// k-quant matrix w in its AMX backend with an arithmetic tokenwise reproduces: Q6_K (Q4_K
-// and Q5_K keep the AVX-512 build's arithmetic, not reproduced yet), row count a multiple
-// of 32 (amx.cpp's supports_op), not kept out of that backend (SetOutsideAMX).
-func amxArithmeticK(w *Mat) bool {
-	return ggmlAMX && w.DType == tensor.Q6_K && w.Rows%32 == 0 && !w.outsideAMX
 }
 
 // q6Value is element e (0..255) of a Q6_K super-block as 0..63 (ggml's layout: two halves of
@@ -107,11 +161,114 @@ func q6Value(blk *[210]byte, e int) byte {
 	return l2[b]>>4 | (h[b]>>6&3)<<4
 }
 
-// dotQ6_KAMX is a Q6_K row times one Q8_K activation row in the arithmetic of llama.cpp's AMX
-// backend (tinygemm_kernel_vnni for block_q6_K in ggml-cpu/amx/mmq.cpp; its tile path's
-// scale_C and acc_C do the same sums): per super-block the exact integer
-// Σ_j sc_j·(Σ q·x − 32·Σx) over the 16 sub-blocks j (q as 0..63), converted and
-// fused-multiply-added with d_w·d_x into one float.
+// q5Value is element e (0..255) of a Q5_K super-block as 0..31: the nibble of qs byte
+// 32·(e/64) + e%32 (low for even sub-blocks e/32, high for odd) and bit e/32 of qh byte e%32.
+func q5Value(blk *[176]byte, e int) byte {
+	g, b := e/32, e%32
+	v := blk[48+32*(g/2)+b]
+	if g%2 == 1 {
+		v >>= 4
+	}
+	return v&15 | (blk[16+b]>>uint(g)&1)<<4
+}
+
+// dotQ4_0AMX is a Q4_0 row times a Q8_0 activation row in the AMX backend's arithmetic
+// (tinygemm_kernel_vnni and acc_C for block_q4_0): per block the exact Σ (q−8)·x, then
+// c = fma(float(sum), d_w·d_x, c).
+func dotQ4_0AMX(row []byte, d []float32, q []int8) float32 {
+	var c float32
+	nb := len(row) / 18
+	for b := range nb {
+		blk := row[b*18:][:18]
+		qy := q[b*32:][:32]
+		var sum int32
+		for i := range 16 {
+			v := blk[2+i]
+			sum += (int32(v&15)-8)*int32(qy[i]) + (int32(v>>4)-8)*int32(qy[16+i])
+		}
+		c = fma32(float32(sum), f16Table[uint16(blk[0])|uint16(blk[1])<<8]*d[b], c)
+	}
+	return c
+}
+
+// dotQ4_1AMX is dotQ4_0AMX for Q4_1 and Q8_1 activations: c = fma(float(Σ q·x), d_w·d_x, c),
+// then c = fma(m, s_x, c).
+func dotQ4_1AMX(row []byte, d, sx []float32, q []int8) float32 {
+	var c float32
+	nb := len(row) / 20
+	for b := range nb {
+		blk := row[b*20:][:20]
+		qy := q[b*32:][:32]
+		var sum int32
+		for i := range 16 {
+			v := blk[4+i]
+			sum += int32(v&15)*int32(qy[i]) + int32(v>>4)*int32(qy[16+i])
+		}
+		c = fma32(float32(sum), f16Table[uint16(blk[0])|uint16(blk[1])<<8]*d[b], c)
+		c = fma32(f16Table[uint16(blk[2])|uint16(blk[3])<<8], sx[b], c)
+	}
+	return c
+}
+
+// dotQ8_0AMX is dotQ4_0AMX for Q8_0 weights: c = fma(float(Σ q·x), d_w·d_x, c) per block.
+func dotQ8_0AMX(row []byte, d []float32, q []int8) float32 {
+	var c float32
+	nb := len(row) / 34
+	for b := range nb {
+		blk := row[b*34:][:34]
+		qy := q[b*32:][:32]
+		var sum int32
+		for i := range 32 {
+			sum += int32(int8(blk[2+i])) * int32(qy[i])
+		}
+		c = fma32(float32(sum), f16Table[uint16(blk[0])|uint16(blk[1])<<8]*d[b], c)
+	}
+	return c
+}
+
+// dotQ4_KAMX is a Q4_K row times one Q8_K activation row in the AMX backend's arithmetic
+// (tinygemm_kernel_vnni, scale_C and acc_C for block_q4_K): per super-block the exact
+// integers Σ_j sc_j·Σ q·x and Σ_j m_j·Σx over the eight sub-blocks, then
+// c = fma(float(first), d_w·d_x, c) and c = fma(float(second), −(dmin_w·d_x), c).
+func dotQ4_KAMX(row []byte, d []float32, q []int8, bsums []int16) float32 {
+	return dotKAMX(row, 144, d, q, bsums, func(blk []byte, e int) int32 {
+		v := blk[16+32*(e/64)+e%32]
+		if e%64 >= 32 {
+			v >>= 4
+		}
+		return int32(v & 15)
+	})
+}
+
+// dotQ5_KAMX is dotQ4_KAMX for Q5_K.
+func dotQ5_KAMX(row []byte, d []float32, q []int8, bsums []int16) float32 {
+	return dotKAMX(row, 176, d, q, bsums, func(blk []byte, e int) int32 { return int32(q5Value((*[176]byte)(blk), e)) })
+}
+
+func dotKAMX(row []byte, size int, d []float32, q []int8, bsums []int16, value func(blk []byte, e int) int32) float32 {
+	var c float32
+	for i := range len(row) / size {
+		blk := row[i*size:][:size]
+		sc, mn := q4KScales((*[12]byte)(blk[4:16]))
+		var isum, imin int32
+		for j := range 8 {
+			var s int32
+			for e := 32 * j; e < 32*j+32; e++ {
+				s += value(blk, e) * int32(q[256*i+e])
+			}
+			isum += sc[j] * s
+			imin += mn[j] * (int32(bsums[16*i+2*j]) + int32(bsums[16*i+2*j+1]))
+		}
+		c = fma32(float32(isum), f16Table[uint16(blk[0])|uint16(blk[1])<<8]*d[i], c)
+		c = fma32(float32(imin), -(f16Table[uint16(blk[2])|uint16(blk[3])<<8] * d[i]), c)
+	}
+	return c
+}
+
+// dotQ6_KAMX is a Q6_K row times one Q8_K activation row in the AMX backend's arithmetic
+// (tinygemm_kernel_vnni for block_q6_K; its tile path's scale_C and acc_C do the same sums):
+// per super-block the exact integer Σ_j sc_j·(Σ q·x − 32·Σx) over the 16 sub-blocks j (q as
+// 0..63), converted and fused-multiply-added with d_w·d_x into one float.
 func dotQ6_KAMX(row []byte, d []float32, q []int8, bsums []int16) float32 {
 	var c float32
 	nb := len(row) / 210
@@ -132,47 +289,92 @@ func dotQ6_KAMX(row []byte, d []float32, q []int8, bsums []int16) float32 {
 	return c
 }
 
-// amxKernelsFor reports whether the AMX-arithmetic kernels may take products of w's dtype,
-// so that prepare makes their activation layouts: for every matrix of a MatMulMany call,
-// which share w's dtype but not its row count or SetOutsideAMX (amxArithmetic and
-// amxArithmeticK decide each matrix's product).
-func amxKernelsFor(w *Mat) bool {
-	return ggmlAMX && amxRowsRun() && (w.DType == tensor.Q4_1 || w.DType == tensor.Q6_K)
+// dotKAMXFor is the reference of w's k-quant product under GGMLAMX.
+func dotKAMXFor(dt tensor.DType) func(row []byte, d []float32, q []int8, bsums []int16) float32 {
+	switch dt {
+	case tensor.Q4_K:
+		return dotQ4_KAMX
+	case tensor.Q5_K:
+		return dotQ5_KAMX
+	}
+	return dotQ6_KAMX
 }
 
-// prepQ4_1AMX makes the transposed scales the AMX-arithmetic Q4_1 kernels take, a.sn.dT and
-// a.sn.sT (the small-n kernels' layout), where prepSmallN did not make them for this product.
-func prepQ4_1AMX(a *qact, w *Mat, n int) {
+// amxKernelsFor reports whether the AMX-arithmetic kernels may take products of w's dtype,
+// so that prepare makes their activation layouts: for every matrix of a MatMulMany call,
+// which share w's dtype but not its row count or SetOutsideAMX (amxArithmetic decides each
+// matrix's product).
+func amxKernelsFor(w *Mat) bool {
+	return ggmlAMX && amxRowsRun() && w.amx != nil
+}
+
+// prepAMX makes the layouts the AMX-arithmetic Q4_0, Q4_1 and Q8_0 kernels take: the
+// transposed scales a.sn.dT (and Q4_1's a.sn.sT, the small-n kernels' layout, where
+// prepSmallN did not make them for this product), and for Q4_0 and Q8_0 a.amxComp, the
+// offset's share c·Σx of each block (c = 8, 128) by token in groups of eight.
+func prepAMX(a *qact, w *Mat, n int) {
 	if !amxKernelsFor(w) {
 		return
 	}
-	if a.sn.n != n || a.sn.dt != tensor.Q4_1 {
-		nb := w.Cols / 32
-		groups := (n + 7) / 8
+	nb := w.Cols / 32
+	groups := (n + 7) / 8
+	if a.sn.n != n || a.sn.dt != w.DType {
 		a.sn.dT = grow(a.sn.dT, groups*nb*8)
-		a.sn.sT = grow(a.sn.sT, groups*nb*8)
 		byTokenGroups(a.sn.dT, a.d, n, nb)
-		byTokenGroups(a.sn.sT, a.s, n, nb)
+		if w.DType == tensor.Q4_1 {
+			a.sn.sT = grow(a.sn.sT, groups*nb*8)
+			byTokenGroups(a.sn.sT, a.s, n, nb)
+		}
+	}
+	if w.DType != tensor.Q4_1 {
+		c := int32(8)
+		if w.DType == tensor.Q8_0 {
+			c = 128
+		}
+		a.amxComp = grow(a.amxComp, groups*nb*8)
+		for t := range n {
+			g, j := t/8, t%8
+			for b, s := range a.sums[t*nb : (t+1)*nb] {
+				a.amxComp[g*nb*8+8*b+j] = c * s
+			}
+		}
 	}
 	a.amxN = n
 }
 
-// prepQ6KAMX makes a's AMX-kernel layouts for the Q6_K product of n tokens: d and 32·Σx per
-// sub-block, by super-block and then token in groups of eight tokens.
-func prepQ6KAMX(a *qactK, w *Mat, n int) {
+// prepKAMX makes a's AMX-kernel layouts for the k-quant product of n tokens, by super-block
+// and then token in groups of eight: d, and per token Q6_K's 32·Σx of each of the 16
+// sub-blocks, or Q4_K's and Q5_K's sums of the eight 32-element sub-blocks paired as two
+// int16 in a dword (VPDPWSSD's operand, as the AMX backend's _mm_hadd_epi16 makes them).
+func prepKAMX(a *qactK, w *Mat, n int) {
 	if !amxKernelsFor(w) {
 		return
 	}
 	nb := w.Cols / 256
 	groups := (n + 7) / 8
 	a.amxD = grow(a.amxD, groups*nb*8)
-	a.amxComp = grow(a.amxComp, groups*nb*128)
 	byTokenGroups(a.amxD, a.d, n, nb)
-	for t := range n {
-		g, j := t/8, t%8
-		for b := range nb {
-			for k := range 16 {
-				a.amxComp[(g*nb+b)*128+8*k+j] = 32 * int32(a.bsums[(t*nb+b)*16+k])
+	if w.DType == tensor.Q6_K {
+		a.amxComp = grow(a.amxComp, groups*nb*128)
+		for t := range n {
+			g, j := t/8, t%8
+			for b := range nb {
+				for k := range 16 {
+					a.amxComp[(g*nb+b)*128+8*k+j] = 32 * int32(a.bsums[(t*nb+b)*16+k])
+				}
+			}
+		}
+	} else {
+		a.amxComp = grow(a.amxComp, groups*nb*32)
+		for t := range n {
+			g, j := t/8, t%8
+			for b := range nb {
+				bs := a.bsums[(t*nb+b)*16:][:16]
+				for k := range 4 {
+					lo := uint16(bs[4*k] + bs[4*k+1])
+					hi := uint16(bs[4*k+2] + bs[4*k+3])
+					a.amxComp[(g*nb+b)*32+8*k+j] = int32(uint32(lo) | uint32(hi)<<16)
+				}
 			}
 		}
 	}

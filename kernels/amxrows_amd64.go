@@ -2,41 +2,54 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/tokenwise/tokenwise/tensor"
+)
 
 // amxRowsRun reports whether the AMX-arithmetic kernels run: AVX-512 VNNI (every CPU with AMX
 // has it; elsewhere the build's products go through the Go references).
 func amxRowsRun() bool { return useVNNI }
 
-// asmQ4_1AMX computes rows [lo,hi) of the Q4_1 matrix w for n tokens with the AMX-arithmetic
-// kernels; it reports false where they do not run, or prepare did not make their layouts
-// for this product (quantRows then takes dotQ4_1AMX).
-func asmQ4_1AMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
+// asmAMX computes rows [lo,hi) of the Q4_0, Q4_1 or Q8_0 matrix w for n tokens with the
+// AMX-arithmetic kernels; it reports false where they do not run, or prepare did not make
+// their layouts for this product (quantRows then takes the references).
+func asmAMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 	if !amxRowsRun() || w.amx == nil || a.amxN != n || hi <= lo {
 		return false
 	}
 	nb := w.Cols / 32
-	asmAMXRows(out, w, n, lo, hi, nb, nb*320, a.q, nb*32, a.sn.dT, unsafe.Pointer(unsafe.SliceData(a.sn.sT)), nb*8*4)
+	aux := unsafe.Pointer(unsafe.SliceData(a.amxComp))
+	if w.DType == tensor.Q4_1 {
+		aux = unsafe.Pointer(unsafe.SliceData(a.sn.sT))
+	}
+	asmAMXRows(out, w, n, lo, hi, nb, a.q, nb*32, a.sn.dT, aux, nb*8*4)
 	return true
 }
 
-// asmQ6KAMX is asmQ4_1AMX for Q6_K (its reference: dotQ6_KAMX).
-func asmQ6KAMX(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
+// asmKAMX is asmAMX for Q4_K, Q5_K and Q6_K.
+func asmKAMX(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	if !amxRowsRun() || w.amx == nil || a.amxN != n || hi <= lo {
 		return false
 	}
 	nb := w.Cols / 256
-	asmAMXRows(out, w, n, lo, hi, nb, nb*4384, a.q, nb*256, a.amxD, unsafe.Pointer(unsafe.SliceData(a.amxComp)), nb*128*4)
+	auxBytes := nb * 32 * 4
+	if w.DType == tensor.Q6_K {
+		auxBytes = nb * 128 * 4
+	}
+	asmAMXRows(out, w, n, lo, hi, nb, a.q, nb*256, a.amxD, unsafe.Pointer(unsafe.SliceData(a.amxComp)), auxBytes)
 	return true
 }
 
 // asmAMXRows runs w's kernels (amxrows_amd64.s) on rows [lo,hi) of nb blocks (super-blocks),
-// eight tokens per call: the repack holds groupBytes per group of 16 rows, a token's quants
+// eight tokens per call: the repack holds nb·amxGroupBytes per group of 16 rows, a token's quants
 // are tokBytes apart in q, and each eight tokens' d (nb·8 floats) and aux (auxBytes) follow
 // the last eight's. A group of 16 rows that [lo,hi) cuts is computed whole into a scratch and
 // its rows in range copied.
-func asmAMXRows(out []float32, w *Mat, n, lo, hi, nb, groupBytes int, q []int8, tokBytes int, d []float32, aux unsafe.Pointer, auxBytes int) {
+func asmAMXRows(out []float32, w *Mat, n, lo, hi, nb int, q []int8, tokBytes int, d []float32, aux unsafe.Pointer, auxBytes int) {
 	pk := amxPacked(w)
+	groupBytes := nb * amxGroupBytes(w.DType)
 	rows := w.Rows
 	_ = out[(n-1)*rows+hi-1]
 	// The groups [lo,hi) cuts: at most the first and the last.

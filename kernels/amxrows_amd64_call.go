@@ -11,6 +11,30 @@ import (
 )
 
 //go:noescape
+func q4_0AMXT1(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4_0AMXT2(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4_0AMXT3(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4_0AMXT4(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4_0AMXT5(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4_0AMXT6(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4_0AMXT7(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4_0AMXT8(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
 func q4_1AMXT1(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
 
 //go:noescape
@@ -33,6 +57,78 @@ func q4_1AMXT7(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer
 
 //go:noescape
 func q4_1AMXT8(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT1(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT2(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT3(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT4(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT5(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT6(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT7(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q8_0AMXT8(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT1(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT2(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT3(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT4(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT5(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT6(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT7(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q4KAMXT8(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT1(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT2(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT3(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT4(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT5(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT6(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT7(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+
+//go:noescape
+func q5KAMXT8(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
 
 //go:noescape
 func q6KAMXT1(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
@@ -58,10 +154,26 @@ func q6KAMXT7(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer,
 //go:noescape
 func q6KAMXT8(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
 
-// amxRowsCall runs dt's kernel (Q4_1 or Q6_K) for T tokens (1..8); a switch, not a table,
+// amxRowsCall runs dt's kernel for T tokens (1..8); a switch, not a table,
 // so that the arguments do not escape.
 func amxRowsCall(dt tensor.DType, T int, w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int) {
 	switch {
+	case dt == tensor.Q4_0 && T == 1:
+		q4_0AMXT1(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_0 && T == 2:
+		q4_0AMXT2(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_0 && T == 3:
+		q4_0AMXT3(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_0 && T == 4:
+		q4_0AMXT4(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_0 && T == 5:
+		q4_0AMXT5(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_0 && T == 6:
+		q4_0AMXT6(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_0 && T == 7:
+		q4_0AMXT7(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_0 && T == 8:
+		q4_0AMXT8(w, nb, groups, x, dT, aux, out, ldo)
 	case dt == tensor.Q4_1 && T == 1:
 		q4_1AMXT1(w, nb, groups, x, dT, aux, out, ldo)
 	case dt == tensor.Q4_1 && T == 2:
@@ -78,6 +190,54 @@ func amxRowsCall(dt tensor.DType, T int, w *byte, nb, groups int, x *int8, dT *f
 		q4_1AMXT7(w, nb, groups, x, dT, aux, out, ldo)
 	case dt == tensor.Q4_1 && T == 8:
 		q4_1AMXT8(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 1:
+		q8_0AMXT1(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 2:
+		q8_0AMXT2(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 3:
+		q8_0AMXT3(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 4:
+		q8_0AMXT4(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 5:
+		q8_0AMXT5(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 6:
+		q8_0AMXT6(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 7:
+		q8_0AMXT7(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q8_0 && T == 8:
+		q8_0AMXT8(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 1:
+		q4KAMXT1(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 2:
+		q4KAMXT2(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 3:
+		q4KAMXT3(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 4:
+		q4KAMXT4(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 5:
+		q4KAMXT5(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 6:
+		q4KAMXT6(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 7:
+		q4KAMXT7(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q4_K && T == 8:
+		q4KAMXT8(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 1:
+		q5KAMXT1(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 2:
+		q5KAMXT2(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 3:
+		q5KAMXT3(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 4:
+		q5KAMXT4(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 5:
+		q5KAMXT5(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 6:
+		q5KAMXT6(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 7:
+		q5KAMXT7(w, nb, groups, x, dT, aux, out, ldo)
+	case dt == tensor.Q5_K && T == 8:
+		q5KAMXT8(w, nb, groups, x, dT, aux, out, ldo)
 	case dt == tensor.Q6_K && T == 1:
 		q6KAMXT1(w, nb, groups, x, dT, aux, out, ldo)
 	case dt == tensor.Q6_K && T == 2:

@@ -1,8 +1,9 @@
 //go:build ignore
 
-// amxrows_gen.go writes amxrows_amd64.s and amxrows_amd64_call.go: the Q4_1 and Q6_K
-// products in the arithmetic of llama.cpp's AMX backend (GGMLAMX), one function per dtype
-// and token count T (1..8), over the rows-interleaved repacks of amxrows.go. Run `go generate
+// amxrows_gen.go writes amxrows_amd64.s and amxrows_amd64_call.go: the Q4_0, Q4_1, Q8_0,
+// Q4_K, Q5_K and Q6_K products in the arithmetic of llama.cpp's AMX backend (GGMLAMX), one
+// function per dtype and token count T (1..8), over the rows-interleaved repacks of
+// amxrows.go. Run `go generate
 // ./kernels` after editing it; the generated files are committed.
 package main
 
@@ -58,20 +59,26 @@ func outAddr(t int) string {
 	return fmt.Sprintf("(%s)", base)
 }
 
-func kernelQ4_1(T int) {
-	name := fmt.Sprintf("q4_1AMXT%d", T)
+// kernel writes one function: the loop over groups of 16 rows and, within one, over nb
+// blocks (super-blocks), with T tokens' results in Z0..Z(T-1). Per block, body emits the
+// dtype's arithmetic; the activation pointers then advance by xBlock bytes (SI, DI: tokens
+// 0..3 and 4..7), dT (R10) by one block's eight floats, aux (R11) by auxBlock bytes, and the
+// weights (AX) by wBlock bytes.
+func kernel(name string, T, xShift, wBlock, auxBlock int, consts []uint32, body func(T int)) {
 	fmt.Fprintf(&s, "// func %s(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)\n", name)
 	fmt.Fprintf(&s, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
 	p("MOVQ w+0(FP), AX")
 	p("MOVQ groups+16(FP), DX")
 	p("MOVQ out+48(FP), R13")
-	p("MOVL $0x0f0f0f0f, R12")
-	p("VPBROADCASTD R12, Z24") // nibble mask
+	for i, c := range consts { // byte masks in Z24, Z27
+		p("MOVL $0x%08x, R12", c)
+		p("VPBROADCASTD R12, Z%d", []int{24, 27}[i])
+	}
 	fmt.Fprintf(&s, "group:\n")
 	p("MOVQ x+24(FP), SI")
 	p("MOVQ nb+8(FP), CX")
 	p("MOVQ CX, R8")
-	p("SHLQ $5, R8") // token stride: nb·32 bytes
+	p("SHLQ $%d, R8", xShift) // token stride: nb blocks
 	p("LEAQ (R8)(R8*2), R9")
 	p("LEAQ (SI)(R8*4), DI")
 	p("MOVQ dT+32(FP), R10")
@@ -80,39 +87,12 @@ func kernelQ4_1(T int) {
 		p("VPXORD Z%d, Z%d, Z%d", t, t, t)
 	}
 	fmt.Fprintf(&s, "block:\n")
-	p("PREFETCHT0 2048(AX)")
-	p("PREFETCHT0 2112(AX)")
-	p("PREFETCHT0 2176(AX)")
-	p("PREFETCHT0 2240(AX)")
-	p("PREFETCHT0 2304(AX)")
-	// Z12+k: the 16 rows' elements 4k..4k+3 (low nibbles of their bytes 4k..4k+3), one row
-	// per dword lane; Z16+k: elements 16+4k..16+4k+3 (the high nibbles).
-	for k := range 4 {
-		p("VMOVDQU32 %d(AX), Z%d", 64*k, 16+k)
-		p("VPANDD Z24, Z%d, Z%d", 16+k, 12+k)
-		p("VPSRLD $4, Z%d, Z%d", 16+k, 16+k)
-		p("VPANDD Z24, Z%d, Z%d", 16+k, 16+k)
-	}
-	p("VCVTPH2PS 256(AX), Z20") // d_w of the 16 rows
-	p("VCVTPH2PS 288(AX), Z21") // m
-	for t := range T {
-		// The exact Σ q·x of the block for each row: unsigned nibbles by the token's
-		// signed quants, four at a time, broadcast from memory.
-		p("VPXORD Z22, Z22, Z22")
-		for k := range 4 {
-			p("VPDPBUSD.BCST %s, Z%d, Z22", tokAddr(t, 4*k), 12+k)
-			p("VPDPBUSD.BCST %s, Z%d, Z22", tokAddr(t, 16+4*k), 16+k)
-		}
-		p("VCVTDQ2PS Z22, Z22")
-		p("VMULPS.BCST %d(R10), Z20, Z23", 4*t) // d_w·d_x
-		p("VFMADD231PS Z23, Z22, Z%d", t)
-		p("VFMADD231PS.BCST %d(R11), Z21, Z%d", 4*t, t) // + m·s_x
-	}
-	p("ADDQ $320, AX")
-	p("ADDQ $32, SI")
-	p("ADDQ $32, DI")
+	body(T)
+	p("ADDQ $%d, AX", wBlock)
+	p("ADDQ $%d, SI", 1<<xShift)
+	p("ADDQ $%d, DI", 1<<xShift)
 	p("ADDQ $32, R10")
-	p("ADDQ $32, R11")
+	p("ADDQ $%d, R11", auxBlock)
 	p("DECQ CX")
 	p("JNZ block")
 	p("MOVQ ldo+56(FP), R12")
@@ -130,29 +110,89 @@ func kernelQ4_1(T int) {
 	fmt.Fprintf(&s, "\n")
 }
 
-// Registers: Z0..Z7 the tokens' float results, Z8..Z15 their integer super-block sums, Z16..Z19
-// a sub-block's weights, Z20 its scales, Z21 the product, Z22 the super-block's d_w, Z23 a
-// temporary.
-func kernelQ6K(T int) {
-	name := fmt.Sprintf("q6KAMXT%d", T)
-	fmt.Fprintf(&s, "// func %s(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)\n", name)
-	fmt.Fprintf(&s, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
-	p("MOVQ w+0(FP), AX")
-	p("MOVQ groups+16(FP), DX")
-	p("MOVQ out+48(FP), R13")
-	fmt.Fprintf(&s, "group:\n")
-	p("MOVQ x+24(FP), SI")
-	p("MOVQ nb+8(FP), CX")
-	p("MOVQ CX, R8")
-	p("SHLQ $8, R8") // token stride: nb·256 bytes
-	p("LEAQ (R8)(R8*2), R9")
-	p("LEAQ (SI)(R8*4), DI")
-	p("MOVQ dT+32(FP), R11")
-	p("MOVQ aux+40(FP), R10")
-	for t := range T {
-		p("VPXORD Z%d, Z%d, Z%d", t, t, t)
+func prefetch(bytes int) {
+	for off := 0; off < bytes; off += 64 {
+		p("PREFETCHT0 %d(AX)", 2048+off)
 	}
-	fmt.Fprintf(&s, "block:\n")
+}
+
+// nibbles loads a block of 32 packed nibbles in four runs: Z12+k the 16 rows' elements
+// 4k..4k+3 (low nibbles of their bytes 4k..4k+3), Z16+k elements 16+4k..16+4k+3 (high).
+func nibbles() {
+	for k := range 4 {
+		p("VMOVDQU32 %d(AX), Z%d", 64*k, 16+k)
+		p("VPANDD Z24, Z%d, Z%d", 16+k, 12+k)
+		p("VPSRLD $4, Z%d, Z%d", 16+k, 16+k)
+		p("VPANDD Z24, Z%d, Z%d", 16+k, 16+k)
+	}
+}
+
+// blockSum is token t's exact Σ q·x over a block of 32 into Z22: the weights' runs in
+// regs (unsigned bytes, four elements per row and dword), the token's quants broadcast
+// from memory four at a time.
+func blockSum(t int, regs []int) {
+	p("VPXORD Z22, Z22, Z22")
+	for k, r := range regs {
+		p("VPDPBUSD.BCST %s, Z%d, Z22", tokAddr(t, 4*k), r)
+	}
+}
+
+// Q4_0 (packQ4_0AMX, 288 bytes per block): per token c = fma(float(Σ q·x − 8·Σx), d_w·d_x, c)
+// (aux: 8·Σx, int32).
+func bodyQ4_0(T int) {
+	prefetch(288)
+	nibbles()
+	p("VCVTPH2PS 256(AX), Z20") // d_w of the 16 rows
+	for t := range T {
+		blockSum(t, []int{12, 13, 14, 15, 16, 17, 18, 19})
+		p("VPSUBD.BCST %d(R11), Z22, Z22", 4*t)
+		p("VCVTDQ2PS Z22, Z22")
+		p("VMULPS.BCST %d(R10), Z20, Z23", 4*t) // d_w·d_x
+		p("VFMADD231PS Z23, Z22, Z%d", t)
+	}
+}
+
+// Q4_1 (packQ4_1AMX, 320 bytes per block): c = fma(float(Σ q·x), d_w·d_x, c), then
+// c = fma(m, s_x, c) (aux: s_x, float32).
+func bodyQ4_1(T int) {
+	prefetch(320)
+	nibbles()
+	p("VCVTPH2PS 256(AX), Z20") // d_w of the 16 rows
+	p("VCVTPH2PS 288(AX), Z21") // m
+	for t := range T {
+		blockSum(t, []int{12, 13, 14, 15, 16, 17, 18, 19})
+		p("VCVTDQ2PS Z22, Z22")
+		p("VMULPS.BCST %d(R10), Z20, Z23", 4*t) // d_w·d_x
+		p("VFMADD231PS Z23, Z22, Z%d", t)
+		p("VFMADD231PS.BCST %d(R11), Z21, Z%d", 4*t, t) // + m·s_x
+	}
+}
+
+// Q8_0 (packQ8_0AMX, 544 bytes per block: the quants + 128 as unsigned bytes): per token
+// c = fma(float(Σ (q+128)·x − 128·Σx), d_w·d_x, c) (aux: 128·Σx, int32).
+func bodyQ8_0(T int) {
+	prefetch(576)
+	for k := range 8 {
+		p("VMOVDQU32 %d(AX), Z%d", 64*k, 12+k)
+	}
+	p("VCVTPH2PS 512(AX), Z20")
+	for t := range T {
+		blockSum(t, []int{12, 13, 14, 15, 16, 17, 18, 19})
+		p("VPSUBD.BCST %d(R11), Z22, Z22", 4*t)
+		p("VCVTDQ2PS Z22, Z22")
+		p("VMULPS.BCST %d(R10), Z20, Z23", 4*t)
+		p("VFMADD231PS Z23, Z22, Z%d", t)
+	}
+}
+
+// Registers of the k-quant bodies: Z0..Z7 the tokens' float results, Z8..Z15 their integer
+// super-block sums, Z16..Z23 a sub-block's weights, Z25 its scales, Z26 a product, Z24 and
+// Z27 masks, Z28 Q5_K's high bits.
+
+// Q6_K (packQ6KAMX, 4384 bytes per super-block): the exact Σ_j sc_j·(Σ q·x − 32·Σx) over the
+// 16 sub-blocks (q as 0..63), then c = fma(float(sum), d_w·d_x, c) (aux: 32·Σx per
+// sub-block and token, int32, [j][t]).
+func bodyQ6K(T int) {
 	for t := range T {
 		p("VPXORD Z%d, Z%d, Z%d", 8+t, 8+t, 8+t)
 	}
@@ -160,87 +200,134 @@ func kernelQ6K(T int) {
 		for k := range 4 {
 			p("VMOVDQU32 %d(AX), Z%d", 256*g+64*k, 16+k)
 		}
-		p("VPMOVSXBD %d(AX), Z20", 4096+16*g)
+		p("VPMOVSXBD %d(AX), Z25", 4096+16*g)
 		for t := range T {
-			// Σ q·x over the sub-block's 16 elements per row (q as 0..63), less 32·Σx, times
-			// the row's scale, into the super-block's exact integer sum.
-			p("VPXORD Z21, Z21, Z21")
+			p("VPXORD Z26, Z26, Z26")
 			for k := range 4 {
-				p("VPDPBUSD.BCST %s, Z%d, Z21", tokAddr(t, 16*g+4*k), 16+k)
+				p("VPDPBUSD.BCST %s, Z%d, Z26", tokAddr(t, 16*g+4*k), 16+k)
 			}
-			p("VPSUBD.BCST %d(R10), Z21, Z21", 32*g+4*t)
-			p("VPMULLD Z20, Z21, Z21")
-			p("VPADDD Z21, Z%d, Z%d", 8+t, 8+t)
+			p("VPSUBD.BCST %d(R11), Z26, Z26", 32*g+4*t)
+			p("VPMULLD Z25, Z26, Z26")
+			p("VPADDD Z26, Z%d, Z%d", 8+t, 8+t)
 		}
 	}
-	p("VCVTPH2PS 4352(AX), Z22") // d_w of the 16 rows
+	p("VCVTPH2PS 4352(AX), Z20") // d_w of the 16 rows
 	for t := range T {
 		p("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
-		p("VMULPS.BCST %d(R11), Z22, Z23", 4*t) // d_w·d_x
+		p("VMULPS.BCST %d(R10), Z20, Z23", 4*t) // d_w·d_x
 		p("VFMADD231PS Z23, Z%d, Z%d", 8+t, t)
 	}
-	p("ADDQ $4384, AX")
-	p("ADDQ $256, SI")
-	p("ADDQ $256, DI")
-	p("ADDQ $32, R11")
-	p("ADDQ $512, R10")
-	p("DECQ CX")
-	p("JNZ block")
-	p("MOVQ ldo+56(FP), R12")
-	p("SHLQ $2, R12")
-	p("LEAQ (R12)(R12*2), R14")
-	p("LEAQ (R13)(R12*4), R15")
-	for t := range T {
-		p("VMOVUPS Z%d, %s", t, outAddr(t))
+}
+
+// Q4_K and Q5_K (packQ4KAMX, 2496 bytes per super-block; packQ5KAMX, 3008): the exact
+// Σ_j sc_j·Σ q·x over the eight sub-blocks and the exact Σ_j m_j·Σx, then
+// c = fma(float(Σ sc·q·x), d_w·d_x, c) and c = c − float(Σ m·Σx)·(dmin_w·d_x), fused (aux:
+// each token's pairs (Σx_2k, Σx_2k+1) as int16 in a dword, [k][t]). high: Q5_K, whose fifth
+// bits sit in 512 bytes after the nibbles.
+func bodyK(high bool) func(T int) {
+	sc, mins := 2048, 2176
+	if high {
+		sc, mins = 2560, 2688
 	}
-	p("ADDQ $64, R13")
-	p("DECQ DX")
-	p("JNZ group")
-	p("VZEROUPPER")
-	p("RET")
-	fmt.Fprintf(&s, "\n")
+	d := mins + 256
+	return func(T int) {
+		for t := range T {
+			p("VPXORD Z%d, Z%d, Z%d", 8+t, 8+t, 8+t)
+		}
+		for g := range 8 {
+			j := g / 2
+			for k := range 8 {
+				p("VMOVDQU32 %d(AX), Z%d", 512*j+64*k, 16+k)
+				if g%2 == 1 {
+					p("VPSRLD $4, Z%d, Z%d", 16+k, 16+k)
+				}
+				p("VPANDD Z24, Z%d, Z%d", 16+k, 16+k)
+				if high { // bit g of each qh byte to bit 4, or-ed into the nibble
+					p("VMOVDQU32 %d(AX), Z28", 2048+64*k)
+					switch {
+					case g < 4:
+						p("VPSLLD $%d, Z28, Z28", 4-g)
+					case g > 4:
+						p("VPSRLD $%d, Z28, Z28", g-4)
+					}
+					p("VPTERNLOGD $0xf8, Z27, Z28, Z%d", 16+k) // z |= qh & 0x10
+				}
+			}
+			p("VPMOVZXBD %d(AX), Z25", sc+16*g)
+			for t := range T {
+				p("VPXORD Z26, Z26, Z26")
+				for k := range 8 {
+					p("VPDPBUSD.BCST %s, Z%d, Z26", tokAddr(t, 32*g+4*k), 16+k)
+				}
+				p("VPMULLD Z25, Z26, Z26")
+				p("VPADDD Z26, Z%d, Z%d", 8+t, 8+t)
+			}
+		}
+		for k := range 4 {
+			p("VMOVDQU32 %d(AX), Z%d", mins+64*k, 16+k)
+		}
+		p("VCVTPH2PS %d(AX), Z20", d)    // d_w
+		p("VCVTPH2PS %d(AX), Z21", d+32) // dmin_w
+		for t := range T {
+			p("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
+			p("VMULPS.BCST %d(R10), Z20, Z23", 4*t) // d_w·d_x
+			p("VFMADD231PS Z23, Z%d, Z%d", 8+t, t)
+			p("VPXORD Z26, Z26, Z26")
+			for k := range 4 {
+				p("VPDPWSSD.BCST %d(R11), Z%d, Z26", 32*k+4*t, 16+k)
+			}
+			p("VCVTDQ2PS Z26, Z26")
+			p("VMULPS.BCST %d(R10), Z21, Z23", 4*t) // dmin_w·d_x
+			p("VFNMADD231PS Z23, Z26, Z%d", t)
+		}
+	}
+}
+
+// kinds are the generated kernels: name prefix, dtype, activation block bytes (log2),
+// weight block bytes, aux bytes per block, masks, body.
+var kinds = []struct {
+	name, dt       string
+	xShift, w, aux int
+	consts         []uint32
+	body           func(T int)
+	doc            string
+}{
+	{"q4_0AMXT", "Q4_0", 5, 288, 32, []uint32{0x0f0f0f0f}, bodyQ4_0, "Q4_0 (packQ4_0AMX; aux[8b+t] 8·Σx of token t's block b, int32): c = fma(float(Σ q·x − 8·Σx), d_w·d_x, c) per block (dotQ4_0AMX)"},
+	{"q4_1AMXT", "Q4_1", 5, 320, 32, []uint32{0x0f0f0f0f}, bodyQ4_1, "Q4_1 (packQ4_1AMX; aux[8b+t] s_x, float32): c = fma(float(Σ q·x), d_w·d_x, c), c = fma(m, s_x, c) per block (dotQ4_1AMX)"},
+	{"q8_0AMXT", "Q8_0", 5, 544, 32, nil, bodyQ8_0, "Q8_0 (packQ8_0AMX; aux[8b+t] 128·Σx, int32): c = fma(float(Σ q·x), d_w·d_x, c) per block (dotQ8_0AMX)"},
+	{"q4KAMXT", "Q4_K", 8, 2496, 128, []uint32{0x0f0f0f0f}, bodyK(false), "Q4_K (packQ4KAMX; aux[32b+8k+t] token t's (Σx_2k, Σx_2k+1) as two int16): c = fma(float(Σ sc·q·x), d_w·d_x, c), c −= float(Σ m·Σx)·(dmin_w·d_x) fused, per super-block (dotQ4_KAMX)"},
+	{"q5KAMXT", "Q5_K", 8, 3008, 128, []uint32{0x0f0f0f0f, 0x10101010}, bodyK(true), "Q5_K (packQ5KAMX; aux as Q4_K's), Q4_K's arithmetic (dotQ5_KAMX)"},
+	{"q6KAMXT", "Q6_K", 8, 4384, 512, nil, bodyQ6K, "Q6_K (packQ6KAMX; aux[128b+8j+t] 32·Σx over sub-block j, int32): c = fma(float(Σ_j sc_j·(Σ q·x − 32·Σx)), d_w·d_x, c) per super-block (dotQ6_KAMX)"},
 }
 
 func main() {
 	fmt.Fprintf(&s, "// Code generated by amxrows_gen.go; DO NOT EDIT.\n\n#include \"textflag.h\"\n\n")
-	fmt.Fprintf(&s, `// func q4_1AMXT<T>(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
+	fmt.Fprintf(&s, `// func <kind>AMXT<T>(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
 //
-// groups groups of 16 Q4_1 weight rows in amxrows.go's packQ4_1AMX (w: nb blocks of 320 bytes per
-// group) times T activation rows of Q8_1 blocks (x, nb·32 bytes apart; dT[8b+t], aux[8b+t]
-// token t's block-b d and s, float32): out[t·ldo + 16g + r] = row 16g+r · token t. A vector's 16
-// lanes are the 16 rows, so each block is one exact integer sum per row (eight VPDPBUSD),
-// one conversion, and two fused multiply-adds, c = fma(float(Σq·x), d_w·d_x, c) then
-// c = fma(m, s_x, c): the arithmetic of llama.cpp's AMX backend (dotQ4_1AMX).
-
+// groups groups of 16 weight rows in amxrows.go's repack (nb blocks or super-blocks per
+// group) times T activation rows (x, nb blocks apart; dT[8b+t] token t's block-b d,
+// float32; aux per kind): out[t·ldo + 16g + r] = row 16g+r · token t. A vector's 16 lanes are
+// the 16 rows, so each block is one exact integer sum per row and token, converted once and
+// fused-multiply-added: the arithmetic of llama.cpp's AMX backend.
 `)
-	for T := 1; T <= maxT; T++ {
-		kernelQ4_1(T)
-	}
-	fmt.Fprintf(&s, `// func q6KAMXT<T>(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)
-//
-// groups groups of 16 Q6_K weight rows in amxrows.go's packQ6KAMX (w: nb super-blocks of 4384
-// bytes per group) times T activation rows of Q8_K super-blocks (x, nb·256 bytes apart;
-// dT[8b+t] token t's super-block-b d; aux[128b+8j+t] its 32·Σx over sub-block j, int32):
-// out[t·ldo + 16g + r] = row 16g+r · token t. A vector's 16 lanes are the 16 rows; per
-// super-block, the exact integer Σ_j sc_j·(Σ q·x − 32·Σx) (q as 0..63), then
-// c = fma(float(sum), d_w·d_x, c): the arithmetic of llama.cpp's AMX backend (dotQ6_KAMX).
-
-`)
-	for T := 1; T <= maxT; T++ {
-		kernelQ6K(T)
+	for _, k := range kinds {
+		fmt.Fprintf(&s, "\n// %s\n\n", k.doc)
+		for T := 1; T <= maxT; T++ {
+			kernel(fmt.Sprintf("%s%d", k.name, T), T, k.xShift, k.w, k.aux, k.consts, k.body)
+		}
 	}
 	if err := os.WriteFile("amxrows_amd64.s", s.Bytes(), 0o644); err != nil {
 		panic(err)
 	}
 	s.Reset()
 	fmt.Fprintf(&s, "// Code generated by amxrows_gen.go; DO NOT EDIT.\n\n//go:build amd64\n\npackage kernels\n\nimport (\n\t\"unsafe\"\n\n\t\"github.com/tokenwise/tokenwise/tensor\"\n)\n\n")
-	for _, name := range []string{"q4_1AMXT", "q6KAMXT"} {
+	for _, k := range kinds {
 		for T := 1; T <= maxT; T++ {
-			fmt.Fprintf(&s, "//go:noescape\nfunc %s%d(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)\n\n", name, T)
+			fmt.Fprintf(&s, "//go:noescape\nfunc %s%d(w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int)\n\n", k.name, T)
 		}
 	}
-	fmt.Fprintf(&s, "// amxRowsCall runs dt's kernel (Q4_1 or Q6_K) for T tokens (1..%d); a switch, not a table,\n// so that the arguments do not escape.\nfunc amxRowsCall(dt tensor.DType, T int, w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int) {\n\tswitch {\n", maxT)
-	for _, k := range []struct{ dt, name string }{{"Q4_1", "q4_1AMXT"}, {"Q6_K", "q6KAMXT"}} {
+	fmt.Fprintf(&s, "// amxRowsCall runs dt's kernel for T tokens (1..%d); a switch, not a table,\n// so that the arguments do not escape.\nfunc amxRowsCall(dt tensor.DType, T int, w *byte, nb, groups int, x *int8, dT *float32, aux unsafe.Pointer, out *float32, ldo int) {\n\tswitch {\n", maxT)
+	for _, k := range kinds {
 		for T := 1; T <= maxT; T++ {
 			fmt.Fprintf(&s, "\tcase dt == tensor.%s && T == %d:\n\t\t%s%d(w, nb, groups, x, dT, aux, out, ldo)\n", k.dt, T, k.name, T)
 		}

@@ -8,98 +8,134 @@ import (
 	"github.com/tokenwise/tokenwise/tensor"
 )
 
-// TestQ6KAMX: under GGMLAMX, q6Value reads ggml's Q6_K layout (each element, less 32, times
-// d_w and its sub-block's scale, is what tensor.Dequantize gives); dotQ6_KAMX is one exact
-// integer per super-block (checked against the sum computed from those dequantized values in
-// float64, within its rounding); and the rows-interleaved kernels give every row and token
-// dotQ6_KAMX's bits for 1 to 17 tokens, row ranges that cut 16-row groups, and rows of random
-// bytes beside randMat's, under every ISA this CPU runs (the kernels where AVX-512 VNNI is
-// on, the reference elsewhere). A matrix whose row count is not a multiple of 32 keeps the
-// AVX-512 build's arithmetic (dotQ6_KAct).
-func TestQ6KAMX(t *testing.T) {
+// TestKQuantAMX: under GGMLAMX, for Q4_K, Q5_K and Q6_K: the element values the AMX
+// references read (q6Value, q5Value, Q4_K's nibbles) times the super-block's scales are what
+// tensor.Dequantize gives; each reference (dotQ4_KAMX, dotQ5_KAMX, dotQ6_KAMX) is within its
+// rounding of the float64 sum of those dequantized weights times the quantized activations;
+// and the rows-interleaved kernels give every row and token the reference's bits for 1 to 17
+// tokens, row ranges that cut 16-row groups, and rows of random bytes (any scales, d and
+// dmin), under every ISA this CPU runs (the kernels where AVX-512 VNNI is on, the reference
+// elsewhere). A matrix whose row count is not a multiple of 32 keeps the AVX-512 build's
+// arithmetic. That the references are llama.cpp's order is TestKQuantsMatchLlamaCpp's and
+// TestSmolLM2MatchesLlamaCpp's to show, against the sapphirerapids library.
+func TestKQuantAMX(t *testing.T) {
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
 	rng := rand.New(rand.NewPCG(45, 46))
-	for _, sh := range []struct{ rows, cols int }{{32, 256}, {64, 512}, {96, 256 * 5}, {40, 256}} {
-		w, _ := randMat(t, rng, tensor.Q6_K, sh.rows, sh.cols)
-		for r := 1; r < sh.rows; r += 3 { // random scales and d of any size too
-			row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-			for b := 0; b < len(row); b += 210 {
-				for j := 192; j < 208; j++ {
-					row[b+j] = byte(rng.IntN(256))
-				}
-				h := tensor.F32ToF16(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(16)-8))))
-				row[b+208], row[b+209] = byte(h), byte(h>>8)
-			}
-		}
-		deq := make([]float32, sh.rows*sh.cols)
-		if err := tensor.Dequantize(tensor.Q6_K, w.Data, deq); err != nil {
-			t.Fatal(err)
-		}
-		nb := sh.cols / 256
-		for r := range sh.rows {
-			for b := range nb {
-				blk := (*[210]byte)(w.Data[r*w.rowBytes+210*b:])
-				dw := tensor.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
-				for e := range 256 {
-					want := deq[r*sh.cols+256*b+e]
-					got := dw * float32(int8(blk[192+e/16])) * float32(int(q6Value(blk, e))-32)
-					if got != want {
-						t.Fatalf("row %d super-block %d element %d: q6Value gives %g, Dequantize %g", r, b, e, got, want)
-					}
-				}
-			}
-		}
-		x := randVec(rng, 17*sh.cols)
-		for _, n := range []int{1, 2, 8, 9, 17} {
-			var a qactK
-			a.quantize(x[:n*sh.cols])
-			// The reference against the dequantized weights times the quantized activations.
-			for tk := range n {
-				for r := range sh.rows {
-					got := dotQ6_KAMX(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16])
-					var want, mag float64
-					for e := range sh.cols {
-						v := float64(deq[r*sh.cols+e]) * float64(a.q[tk*sh.cols+e]) * float64(a.d[tk*nb+e/256])
-						want += v
-						mag += math.Abs(v)
-					}
-					if math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
-						t.Fatalf("%d×%d token %d row %d: dotQ6_KAMX %g, float64 sum %g", sh.rows, sh.cols, tk, r, got, want)
-					}
-				}
-			}
-			for _, isa := range SupportedISAs() {
-				withISA(t, isa, func() {
-					prepQ6KAMX(&a, &w, n)
-					for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
-						lo, hi := rg[0], rg[1]
-						amx := sh.rows%32 == 0
-						if amx && amxRowsRun() && !asmQ6KAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
-							t.Fatalf("%v %d×%d n=%d rows %d..%d: the kernels did not run", isa, sh.rows, sh.cols, n, lo, hi)
+	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
+		for _, sh := range []struct{ rows, cols int }{{32, 256}, {64, 512}, {96, 256 * 5}, {40, 256}} {
+			w, _ := randMat(t, rng, dt, sh.rows, sh.cols)
+			size := w.rowBytes / (sh.cols / 256)
+			for r := 1; r < sh.rows; r += 3 { // random scales and d of any size too
+				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+				for b := 0; b < len(row); b += size {
+					h1 := tensor.F32ToF16(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(16)-8))))
+					h2 := tensor.F32ToF16(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(16)-8))))
+					if dt == tensor.Q6_K {
+						for j := 192; j < 208; j++ {
+							row[b+j] = byte(rng.IntN(256))
 						}
-						out := make([]float32, n*sh.rows)
-						kQuantRows(out, &w, &a, n, lo, hi)
-						for tk := range n {
-							for r := lo; r < hi; r++ {
-								row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-								d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
-								want := dotQ6_KAMX(row, d, q, bs)
-								if !amx {
-									want = dotQ6_KAct(row, d, q, bs)
-								}
-								if g := out[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
-									t.Fatalf("%v %d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", isa, sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+						row[b+208], row[b+209] = byte(h1), byte(h1>>8)
+						continue
+					}
+					for j := 4; j < 16; j++ {
+						row[b+j] = byte(rng.IntN(256))
+					}
+					row[b], row[b+1], row[b+2], row[b+3] = byte(h1), byte(h1>>8), byte(h2), byte(h2>>8)
+				}
+			}
+			deq := make([]float32, sh.rows*sh.cols)
+			if err := tensor.Dequantize(dt, w.Data, deq); err != nil {
+				t.Fatal(err)
+			}
+			nb := sh.cols / 256
+			for r := range sh.rows {
+				for b := range nb {
+					blk := w.Data[r*w.rowBytes+size*b:][:size]
+					for e := range 256 {
+						want := deq[r*sh.cols+256*b+e]
+						if got := amxTestValue(dt, blk, e); got != want {
+							t.Fatalf("%v row %d super-block %d element %d: the reference reads %g, Dequantize gives %g", dt, r, b, e, got, want)
+						}
+					}
+				}
+			}
+			x := randVec(rng, 17*sh.cols)
+			ref := dotKAMXFor(dt)
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 17} { // every kernel (T = 1..8 tokens a call)
+				var a qactK
+				a.quantize(x[:n*sh.cols])
+				for tk := range n {
+					for r := range sh.rows {
+						got := ref(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16])
+						var want, mag float64
+						for e := range sh.cols {
+							v := float64(deq[r*sh.cols+e]) * float64(a.q[tk*sh.cols+e]) * float64(a.d[tk*nb+e/256])
+							want += v
+							mag += math.Abs(v)
+						}
+						if math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
+							t.Fatalf("%v %d×%d token %d row %d: reference %g, float64 sum %g", dt, sh.rows, sh.cols, tk, r, got, want)
+						}
+					}
+				}
+				for _, isa := range SupportedISAs() {
+					withISA(t, isa, func() {
+						prepKAMX(&a, &w, n)
+						for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+							lo, hi := rg[0], rg[1]
+							amx := sh.rows%32 == 0
+							if amx && amxRowsRun() && !asmKAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
+								t.Fatalf("%v %v %d×%d n=%d rows %d..%d: the kernels did not run", dt, isa, sh.rows, sh.cols, n, lo, hi)
+							}
+							out := make([]float32, n*sh.rows)
+							kQuantRows(out, &w, &a, n, lo, hi)
+							for tk := range n {
+								for r := lo; r < hi; r++ {
+									row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+									d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
+									want := ref(row, d, q, bs)
+									if !amx {
+										want = map[tensor.DType]func([]byte, []float32, []int8, []int16) float32{
+											tensor.Q4_K: dotQ4_KAct, tensor.Q5_K: dotQ5_KAct, tensor.Q6_K: dotQ6_KAct}[dt](row, d, q, bs)
+									}
+									if g := out[tk*sh.rows+r]; math.Float32bits(g) != math.Float32bits(want) {
+										t.Fatalf("%v %v %d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", dt, isa, sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
+									}
 								}
 							}
 						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}
 }
 
-// TestOutsideAMX: under GGMLAMX a Q4_1 or Q6_K matrix marked SetOutsideAMX (a tied head, an
+// amxTestValue is element e of the k-quant super-block blk dequantized from the values the
+// AMX references read, in tensor.Dequantize's arithmetic.
+func amxTestValue(dt tensor.DType, blk []byte, e int) float32 {
+	if dt == tensor.Q6_K {
+		b := (*[210]byte)(blk)
+		dw := tensor.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
+		return dw * float32(int8(blk[192+e/16])) * float32(int(q6Value(b, e))-32)
+	}
+	var v byte
+	if dt == tensor.Q5_K {
+		v = q5Value((*[176]byte)(blk), e)
+	} else {
+		v = blk[16+32*(e/64)+e%32]
+		if e%64 >= 32 {
+			v >>= 4
+		}
+		v &= 15
+	}
+	sc, mn := q4KScales((*[12]byte)(blk[4:16]))
+	dw := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+	dm := tensor.F16ToF32(uint16(blk[2]) | uint16(blk[3])<<8)
+	return float32(dw*float32(sc[e/32])*float32(v)) - dm*float32(mn[e/32])
+}
+
+// TestOutsideAMX: under GGMLAMX a quantized matrix marked SetOutsideAMX (a tied head, an
 // expert) is multiplied in the AVX-512 build's arithmetic, as llama.cpp's sapphirerapids
 // library does outside its AMX buffer, and an unmarked copy of it in the AMX one.
 func TestOutsideAMX(t *testing.T) {
@@ -108,7 +144,7 @@ func TestOutsideAMX(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	s := NewScratch(2)
-	for _, dt := range []tensor.DType{tensor.Q4_1, tensor.Q6_K} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_1, tensor.Q8_0, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
 		w, _ := randMat(t, rng, dt, 64, 512)
 		out := w
 		out.SetOutsideAMX()
@@ -135,7 +171,7 @@ func TestOutsideAMX(t *testing.T) {
 	}
 }
 
-// TestAMXMatMulMany: under GGMLAMX, one MatMulMany call over Q4_1 (and Q6_K) matrices of which
+// TestAMXMatMulMany: under GGMLAMX, one MatMulMany call over matrices of one dtype of which
 // some take the AMX arithmetic and some do not (a row count that is not a multiple of 32, a
 // matrix marked SetOutsideAMX), in either order, gives each the bits of its own MatMul: the
 // activation layouts are made for the call, not for its first matrix only.
@@ -145,7 +181,7 @@ func TestAMXMatMulMany(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	s := NewScratch(2)
-	for _, dt := range []tensor.DType{tensor.Q4_1, tensor.Q6_K} {
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_1, tensor.Q8_0, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
 		const cols, n = 512, 3
 		a, _ := randMat(t, rng, dt, 40, cols) // vec_dot: 40 rows
 		b, _ := randMat(t, rng, dt, 64, cols) // AMX

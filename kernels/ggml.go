@@ -35,10 +35,12 @@ const (
 	// AMX: the AVX-512 build's arithmetic, except that the weights of matrix products in a
 	// quantized type it has AMX kernels for go to its AMX buffer (ggml-cpu/amx), whose
 	// products sum each block into one integer and accumulate it per row and token
-	// (ggmlAMX). So far the kernels reproduce that for Q4_1 only (amxArithmetic; the
-	// rows-interleaved kernels of amxrows.go), so it is not a default: TOKENWISE_GGML_BUILD=amx
-	// or SetGGMLBuild. Its sums are cheaper than vec_dot's eight float lanes per row and
-	// token, which is where llama.cpp's speed on such a CPU comes from (docs/kernels.md).
+	// (ggmlAMX). The kernels reproduce that for Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
+	// (amxArithmetic; the rows-interleaved kernels of amxrows.go); F16 matrices, which that
+	// library multiplies with f32 activations in 16-lane sums, keep the AVX-512 build's
+	// arithmetic here. It is not a default yet: TOKENWISE_GGML_BUILD=amx or SetGGMLBuild. Its
+	// sums are cheaper than vec_dot's eight float lanes per row and token, which is where
+	// llama.cpp's speed on such a CPU comes from (docs/kernels.md).
 	GGMLAMX
 )
 

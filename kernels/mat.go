@@ -19,17 +19,17 @@ type Mat struct {
 	rowBytes int
 	f32      []float32 // typed views of Data, made once by NewMat
 	u16      []uint16
-	amx      *amxPack // Q4_1, Q6_K: the AMX-arithmetic repack, made on first use (amxrows.go)
+	amx      *amxPack // the quantized dtypes: the AMX-arithmetic repack, made on first use (amxrows.go)
 	// outsideAMX: llama.cpp's sapphirerapids library keeps this matrix out of its AMX
 	// buffer (SetOutsideAMX), so GGMLAMX multiplies it in the AVX-512 arithmetic.
 	outsideAMX bool
 }
 
 // SetOutsideAMX marks m as one that llama.cpp's sapphirerapids library multiplies outside its
-// AMX backend, with the AVX-512 build's products: a tied embedding used as the LM head (the
-// table is placed for its row lookups, which the AMX buffer does not serve) and the experts
-// of a mixture (their products are MUL_MAT_ID, which it does not take). Only GGMLAMX looks
-// at it.
+// AMX backend, with the AVX-512 build's products: the experts of a mixture (their products
+// are MUL_MAT_ID, which it does not take). A tied embedding used as the LM head is not one:
+// llama.cpp loads the table twice, the head's copy into the AMX buffer (its log: "amx repack
+// tensor token_embd.weight"). Only GGMLAMX looks at it.
 func (m *Mat) SetOutsideAMX() { m.outsideAMX = true }
 
 // NewMat checks that data holds exactly rows×cols elements of dt and wraps it.
@@ -54,7 +54,7 @@ func NewMat(dt tensor.DType, rows, cols int, data []byte) (Mat, error) {
 	}
 	m := Mat{DType: dt, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
 	switch dt {
-	case tensor.Q4_1, tensor.Q6_K:
+	case tensor.Q4_0, tensor.Q4_1, tensor.Q8_0, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K:
 		m.amx = new(amxPack)
 	case tensor.F32:
 		m.f32 = f32View(data)

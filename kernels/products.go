@@ -77,13 +77,13 @@ func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 		a := &s.actK
 		a.quantize(x)
 		prepareAMX(w, a, n)
-		prepQ6KAMX(a, w, n)
+		prepKAMX(a, w, n)
 		return func(_ int, out []float32, w *Mat, lo, hi int) { kQuantRows(out, w, a, n, lo, hi) }
 	case k == actQ8_0 || k == actQ8_1:
 		a := &s.act
 		a.quantize(x, k == actQ8_1)
 		prepSmallN(a, w, n)
-		prepQ4_1AMX(a, w, n)
+		prepAMX(a, w, n)
 		return func(_ int, out []float32, w *Mat, lo, hi int) { quantRows(out, w, a, n, lo, hi) }
 	case k == actF32 || k == actF16 || k == actBF16:
 		xr := roundActivations(w, x, s)

@@ -30,7 +30,10 @@ type qact struct {
 	raw  []float32
 	sums []int32
 	sn   smallNAct // for the small-n kernels (smalln.go) and the AMX-arithmetic ones (amxrows.go)
-	amxN int       // tokens the AMX-arithmetic kernels' layouts were made for (prepQ4_1AMX); 0: none
+	// amxComp: Q4_0's and Q8_0's offset share of each block for the AMX-arithmetic kernels
+	// (prepAMX); amxN: the tokens those kernels' layouts were made for, 0: none.
+	amxComp []int32
+	amxN    int
 }
 
 // actKind is the activation format a weight dtype multiplies with.
@@ -209,55 +212,25 @@ func actDot(w *Mat, r int, a *qact, t int) float32 {
 	nb := w.Cols / 32
 	row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 	d, q := a.d[t*nb:(t+1)*nb], a.q[t*nb*32:(t+1)*nb*32]
-	switch w.DType {
-	case tensor.Q8_0:
+	amx := amxArithmetic(w)
+	switch {
+	case w.DType == tensor.Q8_0 && amx:
+		return dotQ8_0AMX(row, d, q)
+	case w.DType == tensor.Q8_0:
 		return dotQ8_0Act(row, d, q)
-	case tensor.Q4_0:
+	case w.DType == tensor.Q4_0 && amx:
+		return dotQ4_0AMX(row, d, q)
+	case w.DType == tensor.Q4_0:
 		return dotQ4_0Act(row, d, q)
-	default: // tensor.Q4_1
-		if amxArithmetic(w) {
-			return dotQ4_1AMX(row, d, a.s[t*nb:(t+1)*nb], q)
-		}
-		return dotQ4_1Act(row, d, a.s[t*nb:(t+1)*nb], q)
+	case amx: // tensor.Q4_1
+		return dotQ4_1AMX(row, d, a.s[t*nb:(t+1)*nb], q)
 	}
-}
-
-// amxArithmetic reports whether llama.cpp's sapphirerapids library (GGMLAMX) multiplies w in
-// its AMX backend with an arithmetic tokenwise reproduces: Q4_1 products (Q6_K: amxrows.go)
-// whose row count is a multiple of 32 (amx.cpp's supports_op), unless the matrix is one it
-// keeps out of that backend (SetOutsideAMX).
-func amxArithmetic(w *Mat) bool {
-	return ggmlAMX && w.DType == tensor.Q4_1 && w.Rows%32 == 0 && !w.outsideAMX
-}
-
-// dotQ4_1AMX is a Q4_1 row times a Q8_1 activation row in the arithmetic of llama.cpp's
-// AMX backend (tinygemm_kernel_vnni and acc_C for block_q4_1 in ggml-cpu/amx/mmq.cpp, the
-// same for one token and many): per block, the exact integer Σ q·x, converted and fused-
-// multiply-added with d_w·d_x, then m·s_x fused-multiply-added, into one float per row and
-// token.
-func dotQ4_1AMX(row []byte, d, sx []float32, q []int8) float32 {
-	var c float32
-	nb := len(row) / 20
-	d, sx, q = d[:nb], sx[:nb], q[:nb*32]
-	for b := range nb {
-		blk := (*[20]byte)(row[b*20:])
-		qy := (*[32]int8)(q[b*32:])
-		dw := f16Table[uint16(blk[0])|uint16(blk[1])<<8]
-		m := f16Table[uint16(blk[2])|uint16(blk[3])<<8]
-		var sum int32
-		for i := range 16 {
-			v := blk[4+i]
-			sum += int32(v&15)*int32(qy[i]) + int32(v>>4)*int32(qy[16+i])
-		}
-		c = fma32(float32(sum), dw*d[b], c)
-		c = fma32(m, sx[b], c)
-	}
-	return c
+	return dotQ4_1Act(row, d, a.s[t*nb:(t+1)*nb], q)
 }
 
 func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
 	if amxArithmetic(w) {
-		if !asmQ4_1AMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (amxrows.go)
+		if !asmAMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (amxrows.go)
 			quantPairs(out, w, a, 0, n, lo, hi)
 		}
 		return
@@ -284,7 +257,7 @@ func quantPairs(out []float32, w *Mat, a *qact, t0, t1, lo, hi int) {
 	nb := w.Cols / 32
 	for r := lo; r < hi; r++ {
 		for t := t0; t < t1; t++ {
-			if w.DType == tensor.Q8_0 {
+			if w.DType == tensor.Q8_0 && !amxArithmetic(w) {
 				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 				if v, ok := asmDotQ8_0(row, a.d8[t*nb*8:(t+1)*nb*8], a.q[t*nb*32:(t+1)*nb*32]); ok { // gemm_amd64.s
 					out[t*rows+r] = v

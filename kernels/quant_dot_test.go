@@ -448,65 +448,108 @@ func TestQ4_1AMXArithmetic(t *testing.T) {
 	}
 }
 
-// TestQ4_1AMXKernels: the rows-interleaved kernels of the AMX arithmetic give every row and
-// token dotQ4_1AMX's bits (TestQ4_1AMXArithmetic checks that one against the integers), for
+// TestQ4AMXKernels: for Q4_0, Q4_1 and Q8_0, the rows-interleaved kernels of the AMX
+// arithmetic give every row and token the reference's bits (dotQ4_0AMX, dotQ4_1AMX — which
+// TestQ4_1AMXArithmetic checks against the integers — and dotQ8_0AMX, each checked here
+// within its rounding of the float64 sum of the dequantized weights), for
 // 1 to 17 tokens (token groups of eight and a rest), row ranges that cut 16-row groups at
 // one end, both ends, or inside one group, and rows of random bytes (any nibbles, minimums
 // and scales) beside the quantizer's, under every ISA this CPU runs (the kernels where
 // AVX-512 VNNI is on, the reference elsewhere).
-func TestQ4_1AMXKernels(t *testing.T) {
+func TestQ4AMXKernels(t *testing.T) {
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
 	rng := rand.New(rand.NewPCG(43, 44))
-	for _, sh := range []struct{ rows, cols int }{{32, 32}, {64, 32 * 9}, {96, 32 * 130}} {
-		w, _ := randMat(t, rng, tensor.Q4_1, sh.rows, sh.cols)
-		for r := 1; r < sh.rows; r += 2 {
-			row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-			for i := range row {
-				row[i] = byte(rng.IntN(256))
+	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_1, tensor.Q8_0} {
+		for _, sh := range []struct{ rows, cols int }{{32, 32}, {64, 32 * 9}, {96, 32 * 130}} {
+			testQ4AMXKernels(t, rng, dt, sh.rows, sh.cols)
+		}
+	}
+}
+
+func testQ4AMXKernels(t *testing.T, rng *rand.Rand, dt tensor.DType, rows, cols int) {
+	t.Helper()
+	sh := struct{ rows, cols int }{rows, cols}
+	w, _ := randMat(t, rng, dt, sh.rows, sh.cols)
+	size := w.rowBytes / (sh.cols / 32)
+	for r := 1; r < sh.rows; r += 2 {
+		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+		for i := range row {
+			row[i] = byte(rng.IntN(256))
+		}
+		for b := 0; b < len(row); b += size {
+			offs := []int{0}
+			if dt == tensor.Q4_1 {
+				offs = []int{0, 2}
 			}
-			for b := 0; b < len(row); b += 20 {
-				for _, off := range []int{0, 2} {
-					h := tensor.F32ToF16(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(20)-10))))
-					row[b+off], row[b+off+1] = byte(h), byte(h>>8)
+			for _, off := range offs {
+				h := tensor.F32ToF16(float32(rng.NormFloat64()) * float32(math.Pow(2, float64(rng.IntN(20)-10))))
+				row[b+off], row[b+off+1] = byte(h), byte(h>>8)
+			}
+		}
+	}
+	deq := make([]float32, sh.rows*sh.cols)
+	if err := tensor.Dequantize(dt, w.Data, deq); err != nil {
+		t.Fatal(err)
+	}
+	nb := sh.cols / 32
+	ref := func(a *qact, r, tk int) float32 {
+		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+		d, q := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*32:(tk+1)*nb*32]
+		switch dt {
+		case tensor.Q4_0:
+			return dotQ4_0AMX(row, d, q)
+		case tensor.Q8_0:
+			return dotQ8_0AMX(row, d, q)
+		}
+		return dotQ4_1AMX(row, d, a.s[tk*nb:(tk+1)*nb], q)
+	}
+	x := randVec(rng, 17*sh.cols)
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 17} { // every kernel (T = 1..8 tokens a call)
+		var a qact
+		a.quantize(x[:n*sh.cols], dt == tensor.Q4_1)
+		if dt != tensor.Q4_1 { // Q4_1's activations carry an f16-rounded d·Σq: TestQ4_1AMXArithmetic
+			for tk := range n {
+				for r := range sh.rows {
+					var want, mag float64
+					for e := range sh.cols {
+						v := float64(deq[r*sh.cols+e]) * float64(a.q[tk*sh.cols+e]) * float64(a.d[tk*nb+e/32])
+						want += v
+						mag += math.Abs(v)
+					}
+					if got := ref(&a, r, tk); math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
+						t.Fatalf("%v %d×%d token %d row %d: reference %g, float64 sum %g", dt, sh.rows, sh.cols, tk, r, got, want)
+					}
 				}
 			}
 		}
-		x := randVec(rng, 17*sh.cols)
-		for _, n := range []int{1, 2, 3, 8, 9, 17} {
-			var a qact
-			a.quantize(x[:n*sh.cols], true)
-			for _, isa := range SupportedISAs() {
-				withISA(t, isa, func() {
-					prepSmallN(&a, &w, n)
-					prepQ4_1AMX(&a, &w, n)
-					for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
-						lo, hi := rg[0], rg[1]
-						out := make([]float32, n*sh.rows)
-						if amxRowsRun() && !asmQ4_1AMX(out, &w, &a, n, lo, hi) {
-							t.Fatalf("%v %d×%d n=%d rows %d..%d: the kernels did not run", isa, sh.rows, sh.cols, n, lo, hi)
-						}
-						clear(out)
-						quantRows(out, &w, &a, n, lo, hi)
-						nb := sh.cols / 32
-						for tk := range n {
-							for r := range sh.rows {
-								g := out[tk*sh.rows+r]
-								if r < lo || r >= hi {
-									if g != 0 {
-										t.Fatalf("%d×%d n=%d rows %d..%d: row %d written", sh.rows, sh.cols, n, lo, hi, r)
-									}
-									continue
+		for _, isa := range SupportedISAs() {
+			withISA(t, isa, func() {
+				prepSmallN(&a, &w, n)
+				prepAMX(&a, &w, n)
+				for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+					lo, hi := rg[0], rg[1]
+					out := make([]float32, n*sh.rows)
+					if amxRowsRun() && !asmAMX(out, &w, &a, n, lo, hi) {
+						t.Fatalf("%v %v %d×%d n=%d rows %d..%d: the kernels did not run", dt, isa, sh.rows, sh.cols, n, lo, hi)
+					}
+					clear(out)
+					quantRows(out, &w, &a, n, lo, hi)
+					for tk := range n {
+						for r := range sh.rows {
+							g := out[tk*sh.rows+r]
+							if r < lo || r >= hi {
+								if g != 0 {
+									t.Fatalf("%v %d×%d n=%d rows %d..%d: row %d written", dt, sh.rows, sh.cols, n, lo, hi, r)
 								}
-								row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-								want := dotQ4_1AMX(row, a.d[tk*nb:(tk+1)*nb], a.s[tk*nb:(tk+1)*nb], a.q[tk*nb*32:(tk+1)*nb*32])
-								if math.Float32bits(g) != math.Float32bits(want) {
-									t.Fatalf("%d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
-								}
+								continue
+							}
+							if want := ref(&a, r, tk); math.Float32bits(g) != math.Float32bits(want) {
+								t.Fatalf("%v %v %d×%d n=%d rows %d..%d: token %d row %d: %g, reference %g", dt, isa, sh.rows, sh.cols, n, lo, hi, tk, r, g, want)
 							}
 						}
 					}
-				})
-			}
+				}
+			})
 		}
 	}
 }

@@ -31,11 +31,11 @@ type qactK struct {
 	q     []int8
 	bsums []int16 // 16 per super-block, int16 as ggml's block_q8_K holds them (|sum| ≤ 16·127)
 	amx   amxPrep // the same in the AMX product's layouts, where it runs (prepareAMX)
-	// amxD, amxComp: d and 32·Σx of each sub-block, by super-block and then token in groups
-	// of eight tokens, for the AMX-arithmetic Q6_K kernels (amxrows.go).
+	// amxD, amxComp: d and the sums of Σx the AMX-arithmetic kernels take (prepKAMX), by
+	// super-block and then token in groups of eight tokens.
 	amxD    []float32
 	amxComp []int32
-	amxN    int // tokens amxD and amxComp were made for (prepQ6KAMX); 0: none
+	amxN    int // tokens amxD and amxComp were made for; 0: none
 }
 
 // quantize fills a with x (a multiple of 256 long) as ggml's quantize_row_q8_K does: the
@@ -231,8 +231,8 @@ func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int16) float32 {
 // rows: the assembly where it runs (asmKQuantRows, kquant_amd64.s), else the Go reference
 // row by row.
 func kQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
-	amx := amxArithmeticK(w)
-	if amx && asmQ6KAMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (amxrows.go)
+	amx := amxArithmetic(w)
+	if amx && asmKAMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (amxrows.go)
 		return
 	}
 	if !amx && asmKQuantRows(out, w, a, n, lo, hi) {
@@ -242,7 +242,7 @@ func kQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
 	dot := dotQ6_KAct
 	switch {
 	case amx:
-		dot = dotQ6_KAMX
+		dot = dotKAMXFor(w.DType)
 	case w.DType == tensor.Q4_K:
 		dot = dotQ4_KAct
 	case w.DType == tensor.Q5_K:

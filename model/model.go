@@ -147,8 +147,10 @@ func build(cfg *Config, src source, names naming, interleaved bool, opts Options
 	if _, ok := src.Tensor(names.global("lm_head")); ok || !cfg.TieEmbeddings {
 		m.head = b.matrix(names.global("lm_head"), cfg.VocabSize, cfg.HiddenSize)
 	} else {
+		// Tied: llama.cpp loads the table a second time as the output matrix, into its AMX
+		// buffer (the first copy, read by get_rows, stays out of it), so under GGMLAMX the
+		// head takes the AMX arithmetic like the other matrices.
 		m.head = m.embed
-		m.head.SetOutsideAMX() // llama.cpp's AMX build keeps the table out of its AMX buffer
 	}
 	load := b.arch.blocks
 	if load == nil {
