@@ -101,7 +101,7 @@ var amxTileCfg = func() *[64]byte {
 func q4KAMXExpand(w *byte, nb int, side *amxSideEntry, a *byte)
 
 //go:noescape
-func q4KAMXTile2(cfg *[64]byte, a *byte, aStride int, b *byte, bStride int, side *amxSideEntry, ts *q4KTileSB, tsStride int, nb int, acc *float32, buf *int32, out *float32, outStride, rowStride, pairs int)
+func q4KAMXTile2(cfg *[64]byte, a *byte, aStride int, b *byte, bStride int, side *amxSideEntry, ts *q4KTileSB, tsStride int, nb int, acc *float32, buf *int32, out *float32, outStride, rowStride, pairs, fused int)
 
 // amxSideEntry is what the tile's epilogue and the expansion read per row and super-block,
 // 64 bytes: d_w and dmin_w, the eight 6-bit mins and the eight scales.
@@ -140,7 +140,7 @@ type amxPrep struct {
 // least amxMinTokens tokens), else marks a as having none (a.amx.n = 0).
 func prepareAMX(w *Mat, a *qactK, n int) {
 	a.amx.n = 0
-	if useAMX && w.DType == tensor.Q4_K && n >= amxMinTokens && !amxKernelsFor(w) {
+	if useAMX && w.DType == tensor.Q4_K && n >= amxMinTokens {
 		a.amx.amxPrepare(a, n, w.Cols/256)
 	}
 }
@@ -203,6 +203,10 @@ func q4KAMXRows(out []float32, w *Mat, p *amxPrep, lo, hi int) int {
 	side, a := s.side[:nb*16], s.a[:16*nb*512]
 	amxBlocks.Add(int64(end-lo) / 16)
 	tiles := p.n / 16
+	fused := 0
+	if amxArithmetic(w) {
+		fused = 1 // llama.cpp's AMX backend's float steps (dotQ4_KAMX)
+	}
 	for r0 := lo; r0 < end; r0 += 16 {
 		for m := range 16 {
 			row := w.Data[(r0+m)*w.rowBytes:][:nb*144]
@@ -219,7 +223,7 @@ func q4KAMXRows(out []float32, w *Mat, p *amxPrep, lo, hi int) int {
 			q4KAMXExpand(&row[0], nb, &side[m], &a[m*nb*512])
 		}
 		q4KAMXTile2(amxTileCfg, &a[0], nb*512, &p.b[0], nb*4096, &side[0], &p.ts[0], nb*int(unsafe.Sizeof(q4KTileSB{})),
-			nb, &s.acc[0], &s.buf[0], &out[r0], 16*rows*4, rows*4, tiles/2)
+			nb, &s.acc[0], &s.buf[0], &out[r0], 16*rows*4, rows*4, tiles/2, fused)
 	}
 	return end
 }

@@ -148,13 +148,15 @@ expand_done:
 	VZEROUPPER
 	RET
 
-// func q4KAMXTile2(cfg *[64]byte, a *byte, aStride int, b *byte, bStride int, side *amxSideEntry, ts *q4KTileSB, tsStride int, nb int, acc *float32, buf *int32, out *float32, outStride, rowStride, pairs int)
+// func q4KAMXTile2(cfg *[64]byte, a *byte, aStride int, b *byte, bStride int, side *amxSideEntry, ts *q4KTileSB, tsStride int, nb int, acc *float32, buf *int32, out *float32, outStride, rowStride, pairs, fused int)
 // The AMX Q4_K tile: 16 rows (a: their expansions, aStride apart) times pairs of 16-token
 // tiles (b: their activations in TDPBUSD's layout, 4096 bytes per super-block) over nb
 // super-blocks. Per super-block: the integer sums of the two byte planes in C lo and C hi
 // (four TDPBUSD each per token tile), stored to buf, then for each row isum = lo + 256·hi,
 // and the float steps of gemm_q4_K_8x8_q8_K on its 16 tokens: acc += float(isum)·(d_w·d_x),
-// accM += float(Σ mn·bsum)·(dmin_w·d_x), fused. Pairs of 16-token tiles (tile 2p at b + 2p·bStride, ts + 2p·tsStride,
+// accM += float(Σ mn·bsum)·(dmin_w·d_x), fused; with fused ≠ 0 (GGMLAMX) llama.cpp's AMX
+// backend's steps instead, acc −= float(Σ mn·bsum)·(dmin_w·d_x) fused into the one
+// accumulator (accM stays zero, so acc − accM is acc). Pairs of 16-token tiles (tile 2p at b + 2p·bStride, ts + 2p·tsStride,
 // tile 2p+1 one stride on), all in one call so that the tiles are configured once per 16
 // rows: each A tile loaded feeds both tiles of a pair, and the four accumulator tiles are
 // four independent chains of TDPBUSD. The loop is software-pipelined: super-block b+1's
@@ -162,7 +164,7 @@ expand_done:
 // the vector units finish b. At the end of a pair it writes out itself: token t of row r of
 // the pair's tile k to out + (2p+k)·outStride + t·rowStride + 4·r, acc − accM (acc: 4096
 // bytes, tile 0's 16 rows of acc and accM, then tile 1's).
-TEXT ·q4KAMXTile2(SB), NOSPLIT, $0-120
+TEXT ·q4KAMXTile2(SB), NOSPLIT, $0-128
 	MOVQ cfg+0(FP), AX
 	LDTILECFG_AX
 	MOVQ aStride+16(FP), DX
@@ -397,9 +399,16 @@ tile2_row:
 	VPMADDWD 256(R14), Z11, Z6
 	VPADDD Z6, Z5, Z5
 	VCVTDQ2PS Z5, Z5
+	CMPQ fused+120(FP), $0
+	JNE tile2_fused0
 	VMOVUPS 64(BX), Z3
 	VFMADD231PS Z14, Z5, Z3
 	VMOVUPS Z3, 64(BX)
+	JMP tile2_hi
+tile2_fused0:
+	VFNMADD231PS Z14, Z5, Z3 // acc −= float(Σ mn·bsum)·(dmin_w·d_x)
+	VMOVUPS Z3, 0(BX)
+tile2_hi:
 	VMOVDQU32 2048(SI), Z0
 	VMOVDQU32 3072(SI), Z1
 	VPSLLD $8, Z1, Z1
@@ -416,9 +425,16 @@ tile2_row:
 	VPMADDWD 256(R15), Z11, Z6
 	VPADDD Z6, Z5, Z5
 	VCVTDQ2PS Z5, Z5
+	CMPQ fused+120(FP), $0
+	JNE tile2_fused1
 	VMOVUPS 2112(BX), Z3
 	VFMADD231PS Z15, Z5, Z3
 	VMOVUPS Z3, 2112(BX)
+	JMP tile2_rownext
+tile2_fused1:
+	VFNMADD231PS Z15, Z5, Z3
+	VMOVUPS Z3, 2048(BX)
+tile2_rownext:
 	ADDQ $64, SI
 	ADDQ $64, DI
 	ADDQ $128, BX

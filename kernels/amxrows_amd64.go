@@ -24,12 +24,12 @@ func asmAMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 	if w.DType == tensor.Q4_1 {
 		aux = unsafe.Pointer(unsafe.SliceData(a.sn.sT))
 	}
-	asmAMXRows(out, w, n, lo, hi, nb, a.q, nb*32, a.sn.dT, aux, nb*8*4)
+	asmAMXRows(out, w, 0, n, lo, hi, nb, a.q, nb*32, a.sn.dT, aux, nb*8*4)
 	return true
 }
 
-// asmKAMX is asmAMX for Q4_K, Q5_K and Q6_K.
-func asmKAMX(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
+// asmKAMX is asmAMX for Q4_K, Q5_K and Q6_K, tokens [t0,n) (t0 a multiple of 8).
+func asmKAMX(out []float32, w *Mat, a *qactK, t0, n, lo, hi int) bool {
 	if !amxRowsRun() || w.amx == nil || a.amxN != n || hi <= lo {
 		return false
 	}
@@ -38,16 +38,16 @@ func asmKAMX(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	if w.DType == tensor.Q6_K {
 		auxBytes = nb * 128 * 4
 	}
-	asmAMXRows(out, w, n, lo, hi, nb, a.q, nb*256, a.amxD, unsafe.Pointer(unsafe.SliceData(a.amxComp)), auxBytes)
+	asmAMXRows(out, w, t0, n, lo, hi, nb, a.q, nb*256, a.amxD, unsafe.Pointer(unsafe.SliceData(a.amxComp)), auxBytes)
 	return true
 }
 
-// asmAMXRows runs w's kernels (amxrows_amd64.s) on rows [lo,hi) of nb blocks (super-blocks),
-// eight tokens per call: the repack holds nb·amxGroupBytes per group of 16 rows, a token's quants
+// asmAMXRows runs w's kernels (amxrows_amd64.s) on rows [lo,hi) of nb blocks (super-blocks)
+// and tokens [start,n) (start a multiple of 8), eight tokens per call: the repack holds nb·amxGroupBytes per group of 16 rows, a token's quants
 // are tokBytes apart in q, and each eight tokens' d (nb·8 floats) and aux (auxBytes) follow
 // the last eight's. A group of 16 rows that [lo,hi) cuts is computed whole into a scratch and
 // its rows in range copied.
-func asmAMXRows(out []float32, w *Mat, n, lo, hi, nb int, q []int8, tokBytes int, d []float32, aux unsafe.Pointer, auxBytes int) {
+func asmAMXRows(out []float32, w *Mat, start, n, lo, hi, nb int, q []int8, tokBytes int, d []float32, aux unsafe.Pointer, auxBytes int) {
 	pk := amxPacked(w)
 	groupBytes := nb * amxGroupBytes(w.DType)
 	rows := w.Rows
@@ -63,7 +63,7 @@ func asmAMXRows(out []float32, w *Mat, n, lo, hi, nb int, q []int8, tokBytes int
 		cut[ncut], ncut = last, ncut+1
 	}
 	g0, g1 := (lo+15)/16, hi/16 // the whole groups
-	for t0 := 0; t0 < n; t0 += 8 {
+	for t0 := start; t0 < n; t0 += 8 {
 		T := min(8, n-t0)
 		x := &q[t0*tokBytes]
 		dt := &d[t0/8*nb*8]
@@ -81,4 +81,26 @@ func asmAMXRows(out []float32, w *Mat, n, lo, hi, nb int, q []int8, tokBytes int
 			}
 		}
 	}
+}
+
+// amxKQuantRows computes rows [lo,hi) of a k-quant matrix in GGMLAMX's arithmetic: a Q4_K
+// product of enough tokens (prepareAMX) on the AMX tile with its fused float steps, for
+// whole blocks of 16 rows and the first a.amx.n tokens, and the rest with the
+// rows-interleaved kernels, which give a (row, token) the same bits. It reports false where
+// neither runs (kQuantRows then takes the reference).
+func amxKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
+	if !amxRowsRun() || a.amxN != n {
+		return false
+	}
+	if w.DType == tensor.Q4_K && a.amx.n > 0 {
+		r := q4KAMXRows(out, w, &a.amx, lo, hi)
+		if r > lo && a.amx.n < n {
+			asmKAMX(out, w, a, a.amx.n, n, lo, r)
+		}
+		if r < hi {
+			asmKAMX(out, w, a, 0, n, r, hi)
+		}
+		return true
+	}
+	return asmKAMX(out, w, a, 0, n, lo, hi)
 }

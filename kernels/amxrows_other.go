@@ -6,4 +6,6 @@ func amxRowsRun() bool { return false }
 
 func asmAMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool { return false }
 
-func asmKAMX(out []float32, w *Mat, a *qactK, n, lo, hi int) bool { return false }
+func asmKAMX(out []float32, w *Mat, a *qactK, t0, n, lo, hi int) bool { return false }
+
+func amxKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool { return false }

@@ -84,7 +84,7 @@ func TestKQuantAMX(t *testing.T) {
 						for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
 							lo, hi := rg[0], rg[1]
 							amx := sh.rows%32 == 0
-							if amx && amxRowsRun() && !asmKAMX(make([]float32, n*sh.rows), &w, &a, n, lo, hi) {
+							if amx && amxRowsRun() && !asmKAMX(make([]float32, n*sh.rows), &w, &a, 0, n, lo, hi) {
 								t.Fatalf("%v %v %d×%d n=%d rows %d..%d: the kernels did not run", dt, isa, sh.rows, sh.cols, n, lo, hi)
 							}
 							out := make([]float32, n*sh.rows)

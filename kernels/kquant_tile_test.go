@@ -159,7 +159,11 @@ func checkQ4KRef(t *testing.T, w *Mat, x, got []float32, n int) {
 	for tk := range n {
 		d, q, bs := a.d[tk*nb:(tk+1)*nb], a.q[tk*nb*256:(tk+1)*nb*256], a.bsums[tk*nb*16:(tk+1)*nb*16]
 		for r := range w.Rows {
-			want := dotQ4_KAct(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], d, q, bs)
+			ref := dotQ4_KAct
+			if amxArithmetic(w) {
+				ref = dotQ4_KAMX
+			}
+			want := ref(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], d, q, bs)
 			if g := got[tk*w.Rows+r]; math.Float32bits(g) != math.Float32bits(want) {
 				t.Fatalf("token %d row %d: %g (%#x), Go reference %g (%#x)", tk, r, g, math.Float32bits(g), want, math.Float32bits(want))
 			}

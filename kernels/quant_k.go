@@ -232,7 +232,7 @@ func dotQ6_KAct(row []byte, d []float32, q []int8, bsums []int16) float32 {
 // row by row.
 func kQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) {
 	amx := amxArithmetic(w)
-	if amx && asmKAMX(out, w, a, n, lo, hi) { // the rows-interleaved kernels (amxrows.go)
+	if amx && amxKQuantRows(out, w, a, n, lo, hi) {
 		return
 	}
 	if !amx && asmKQuantRows(out, w, a, n, lo, hi) {
