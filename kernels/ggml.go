@@ -38,9 +38,11 @@ const (
 	// (ggmlAMX). The kernels reproduce that for Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
 	// (amxArithmetic; the rows-interleaved kernels of amxrows.go); F16 matrices, which that
 	// library multiplies with f32 activations in 16-lane sums, keep the AVX-512 build's
-	// arithmetic here. It is not a default yet: TOKENWISE_GGML_BUILD=amx or SetGGMLBuild. Its
-	// sums are cheaper than vec_dot's eight float lanes per row and token, which is where
-	// llama.cpp's speed on such a CPU comes from (docs/kernels.md).
+	// arithmetic here. It is the default where the CPU has AMX, as it is llama.cpp's (and
+	// TOKENWISE_GGML_BUILD=avx512 the way back). Its sums are cheaper than vec_dot's eight
+	// float lanes per row and token, which is where llama.cpp's speed on such a CPU comes
+	// from (docs/kernels.md); its repacks sit beside the file's bytes, as llama.cpp's AMX
+	// buffer does beside its mapped file.
 	GGMLAMX
 )
 
@@ -81,14 +83,17 @@ func ParseGGMLBuild(s string) (GGMLBuild, error) {
 	return 0, fmt.Errorf("unknown ggml build %q (want avx2, avx512 or amx)", s)
 }
 
-// DefaultGGMLBuild is the build llama.cpp loads on this CPU (AVX-512 where the CPU has the
-// skylakex library's instructions), unless TOKENWISE_GGML_BUILD (avx2, avx512) says
-// otherwise.
+// DefaultGGMLBuild is the build llama.cpp loads on this CPU (AMX on an Intel CPU with AMX,
+// AVX-512 where the CPU has the skylakex library's instructions, else AVX2), unless
+// TOKENWISE_GGML_BUILD (avx2, avx512, amx) says otherwise.
 func DefaultGGMLBuild() GGMLBuild {
 	if s := os.Getenv("TOKENWISE_GGML_BUILD"); s != "" {
 		if b, err := ParseGGMLBuild(s); err == nil {
 			return b
 		}
+	}
+	if CPUHasGGMLBuild(GGMLAMX) {
+		return GGMLAMX
 	}
 	if CPUHasGGMLBuild(GGMLAVX512) {
 		return GGMLAVX512

@@ -20,18 +20,19 @@ func withBatchInvariant(on bool, f func()) {
 // AVX-512 tile's 1024-column chunks, and odd lengths with tails.
 func invariantShapes(dt tensor.DType) [][2]int {
 	if bs := dt.BlockSize(); bs > 1 {
-		return [][2]int{{1, bs}, {7, 3 * bs}, {70, 4 * bs}, {131, (1088 + bs - 1) / bs * bs}}
+		// 96 rows: a multiple of 32, so GGMLAMX's kernels take the quantized dtypes.
+		return [][2]int{{1, bs}, {7, 3 * bs}, {70, 4 * bs}, {131, (1088 + bs - 1) / bs * bs}, {96, 2 * max(bs, 32)}}
 	}
 	return [][2]int{{1, 1}, {3, 7}, {5, 17}, {6, 48}, {13, 100}, {70, 512}, {67, 1040}, {9, 2064}, {131, 320}}
 }
 
 // TestBatchInvariant: with the batch-invariant mode on, every row of MatMul for n tokens
 // has the bits of MatVec of that token alone (and of MatMulMany's fused product), for every
-// weight dtype, under every ISA and both ggml builds, with one and with three workers.
+// weight dtype, under every ISA and every ggml build, with one and with three workers.
 func TestBatchInvariant(t *testing.T) {
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAVX2))
 	rng := rand.New(rand.NewPCG(23, 24))
-	for _, build := range []GGMLBuild{GGMLAVX2, GGMLAVX512} {
+	for _, build := range []GGMLBuild{GGMLAVX2, GGMLAVX512, GGMLAMX} {
 		SetGGMLBuild(build)
 		for _, threads := range []int{1, 3} {
 			pool := NewPool(threads)

@@ -269,14 +269,14 @@ func isaIdenticalCases(t *testing.T) []isaCase {
 }
 
 // TestISAsBitIdentical: the kernels that reproduce ggml's arithmetic give the same bits
-// under every ISA this CPU runs, in both ggml builds. (TestKernelsEveryISA covers the tiled
+// under every ISA this CPU runs, in every ggml build. (TestKernelsEveryISA covers the tiled
 // attention, against a reference of its own arithmetic.) The float32/f16/bf16 weight
 // products and Dot/AddScaled are not among them (see ISA): TestKernelsEveryISA holds each
 // ISA's to float32 rounding of the exact product, and the f16 matrix×vector product to
 // DotF16's bits under the ISAs with assembly (TestMatVecF16RowOrder).
 func TestISAsBitIdentical(t *testing.T) {
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAVX2))
-	for _, build := range []GGMLBuild{GGMLAVX2, GGMLAVX512} {
+	for _, build := range []GGMLBuild{GGMLAVX2, GGMLAVX512, GGMLAMX} {
 		SetGGMLBuild(build)
 		for _, c := range isaIdenticalCases(t) {
 			var want []uint32

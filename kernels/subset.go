@@ -23,10 +23,15 @@ func MatVecSubset(p *Pool, out []float32, w *Mat, x []float32, ids []int32, s *S
 		}
 		return
 	}
-	// The distinct four-row groups holding an allowed row, ascending.
+	// The distinct four-row groups holding an allowed row, ascending; sixteen-row ones where
+	// the AMX-arithmetic kernels take the product (they compute a group of 16 rows whole).
+	gs := 4
+	if amxArithmetic(w) {
+		gs = 16
+	}
 	groups := s.groups[:0]
 	for _, id := range ids {
-		g := id / 4
+		g := id / int32(gs)
 		if n := len(groups); n == 0 || groups[n-1] != g {
 			groups = append(groups, g)
 		}
@@ -35,8 +40,8 @@ func MatVecSubset(p *Pool, out []float32, w *Mat, x []float32, ids []int32, s *S
 	rows := prepare(w, x, 1, s)
 	fn := func(worker, lo, hi int) {
 		for _, g := range groups[lo:hi] {
-			a := int(g) * 4
-			rows(worker, out, w, a, min(a+4, w.Rows))
+			a := int(g) * gs
+			rows(worker, out, w, a, min(a+gs, w.Rows))
 		}
 	}
 	// A group costs about four row products: below ~64 groups a hand-over costs more
@@ -50,18 +55,18 @@ func MatVecSubset(p *Pool, out []float32, w *Mat, x []float32, ids []int32, s *S
 	next := 0 // the next row not yet set
 	k := 0    // the next allowed id
 	for _, g := range groups {
-		a := int(g) * 4
+		a := int(g) * gs
 		for ; next < a; next++ {
 			out[next] = inf
 		}
-		for r := a; r < min(a+4, w.Rows); r++ {
+		for r := a; r < min(a+gs, w.Rows); r++ {
 			if k < len(ids) && int(ids[k]) == r {
 				k++
 			} else {
 				out[r] = inf
 			}
 		}
-		next = min(a+4, w.Rows)
+		next = min(a+gs, w.Rows)
 	}
 	for ; next < w.Rows; next++ {
 		out[next] = inf

@@ -20,7 +20,8 @@ import (
 // test fails if they differ, and its log names the library, so a parity result never depends
 // on which CPU the test landed on (on its own, ggml would load the best library for the CPU:
 // on an Intel CPU with AMX that is sapphirerapids, whose AMX quantized products tokenwise
-// reproduces only under kernels.GGMLAMX, and not for F16).
+// reproduces under kernels.GGMLAMX, that CPU's default build; F16 products keep the AVX-512
+// arithmetic there).
 func LlamaCpp(t testing.TB, req map[string]any, out any) {
 	t.Helper()
 	Path(t, "node_modules", "node-llama-cpp", "dist", "index.js")
