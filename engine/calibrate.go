@@ -23,8 +23,9 @@ type StepCost struct {
 // table has learnt; a server that speculates calibrates at start (serve --speculate).
 //
 // It runs one sequence of its own through the ordinary step (prefill, then decode steps
-// carrying 0 .. maxTokens-1 drafts of arbitrary ids), three steps per length, and takes each
-// length's median: the first step of a length also pays its one-time allocations. Lengths
+// carrying 0 .. maxTokens-1 drafts of arbitrary ids), three rounds over the lengths, and
+// takes each length's median (the first step of a length also pays its one-time
+// allocations), made non-decreasing in the length (nonDecreasing). Lengths
 // are 1..8, then growing by half up to maxTokens (at most half the model length or the
 // cache); it stops adding lengths once budget is spent, or when the sequence reaches its
 // length (the longer ones are then estimated as before). The sequence is cancelled at the
@@ -64,9 +65,14 @@ func (e *Engine) Calibrate(maxTokens int, budget time.Duration) ([]StepCost, err
 	for i := range prompt {
 		prompt[i] = (1 + 131*i) % vocab
 	}
+	// The rounds go through every length in turn (1, 2, … max, then again), not one length
+	// three times over: a VM's rate drifts by tens of percent within seconds, and a table whose
+	// 1-token steps were measured in a slow second and its 3-token steps in a fast one says
+	// drafts are free (SmolLM2 at server start: 1: 15.9 ms, 3: 5.0 ms), so the sampled,
+	// no-match workload drafted at a loss.
 	p := &calibProposer{vocab: vocab}
-	for _, n := range sizes {
-		for range rounds {
+	for range rounds {
+		for _, n := range sizes {
 			p.sizes = append(p.sizes, n-1)
 		}
 	}
@@ -101,8 +107,37 @@ func (e *Engine) Calibrate(maxTokens int, budget time.Duration) ([]StepCost, err
 		out = append(out, StepCost{Tokens: n, Ms: ms[len(ms)/2]})
 	}
 	slices.SortFunc(out, func(a, b StepCost) int { return a.Tokens - b.Tokens })
+	nonDecreasing(out)
 	e.costs.set(out)
 	return out, nil
+}
+
+// nonDecreasing makes costs (by length, ascending) non-decreasing with the least-squares
+// monotone fit, pooling adjacent violators into their mean: a step of more tokens does the
+// work of one of fewer and more, so where a shorter one measured dearer the drift of the
+// machine did it, and taken as it is it would make the longer step look cheaper than
+// decoding plainly.
+func nonDecreasing(c []StepCost) {
+	type pool struct {
+		sum float64
+		n   int
+	}
+	var ps []pool
+	for _, x := range c {
+		ps = append(ps, pool{x.Ms, 1})
+		for k := len(ps); k > 1 && ps[k-2].sum*float64(ps[k-1].n) > ps[k-1].sum*float64(ps[k-2].n); k-- {
+			ps[k-2].sum += ps[k-1].sum
+			ps[k-2].n += ps[k-1].n
+			ps = ps[:k-1]
+		}
+	}
+	i := 0
+	for _, p := range ps {
+		for range p.n {
+			c[i].Ms = p.sum / float64(p.n)
+			i++
+		}
+	}
 }
 
 // calibProposer drafts the next of its scripted lengths each step, of arbitrary ids.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -155,4 +156,26 @@ func TestAcceptancePrior(t *testing.T) {
 		t.Errorf("at acceptance %g the new sequence drafts %d", p, n)
 	}
 	t.Logf("engine rate %.3g kept / %.3g missed; new sequence's prior %.3g", e.pkept, e.pmissed, p)
+}
+
+// TestNonDecreasing: the calibrated costs are made non-decreasing in the length by pooling
+// adjacent violators into their mean; a table already in order is left as it is.
+func TestNonDecreasing(t *testing.T) {
+	for _, c := range []struct{ in, want []float64 }{
+		{[]float64{15.9, 6.1, 5.0, 6.0, 5.8, 8.9}, []float64{7.76, 7.76, 7.76, 7.76, 7.76, 8.9}},
+		{[]float64{1, 2, 3}, []float64{1, 2, 3}},
+		{[]float64{3, 1, 2, 4}, []float64{2, 2, 2, 4}},
+		{[]float64{2, 1}, []float64{1.5, 1.5}},
+	} {
+		var sc []StepCost
+		for i, ms := range c.in {
+			sc = append(sc, StepCost{Tokens: i + 1, Ms: ms})
+		}
+		nonDecreasing(sc)
+		for i, x := range sc {
+			if x.Tokens != i+1 || math.Abs(x.Ms-c.want[i]) > 1e-9 {
+				t.Fatalf("%v: got %v, want %v", c.in, sc, c.want)
+			}
+		}
+	}
 }
