@@ -137,7 +137,7 @@ func blockSum(t int, regs []int) {
 	}
 }
 
-// Q4_0 (packQ4_0AMX, 288 bytes per block): per token c = fma(float(Σ q·x − 8·Σx), d_w·d_x, c)
+// Q4_0 (amxPackRow, 288 bytes per block): per token c = fma(float(Σ q·x − 8·Σx), d_w·d_x, c)
 // (aux: 8·Σx, int32).
 func bodyQ4_0(T int) {
 	prefetch(288)
@@ -152,7 +152,7 @@ func bodyQ4_0(T int) {
 	}
 }
 
-// Q4_1 (packQ4_1AMX, 320 bytes per block): c = fma(float(Σ q·x), d_w·d_x, c), then
+// Q4_1 (amxPackRow, 320 bytes per block): c = fma(float(Σ q·x), d_w·d_x, c), then
 // c = fma(m, s_x, c) (aux: s_x, float32).
 func bodyQ4_1(T int) {
 	prefetch(320)
@@ -168,7 +168,7 @@ func bodyQ4_1(T int) {
 	}
 }
 
-// Q8_0 (packQ8_0AMX, 544 bytes per block: the quants + 128 as unsigned bytes): per token
+// Q8_0 (amxPackRow, 544 bytes per block: the quants + 128 as unsigned bytes): per token
 // c = fma(float(Σ (q+128)·x − 128·Σx), d_w·d_x, c) (aux: 128·Σx, int32).
 func bodyQ8_0(T int) {
 	prefetch(576)
@@ -187,20 +187,34 @@ func bodyQ8_0(T int) {
 
 // Registers of the k-quant bodies: Z0..Z7 the tokens' float results, Z8..Z15 their integer
 // super-block sums, Z16..Z23 a sub-block's weights, Z25 its scales, Z26 a product, Z24 and
-// Z27 masks, Z28 Q5_K's high bits.
+// Z27 masks, Z28 the high bits (Q5_K, Q6_K).
 
-// Q6_K (packQ6KAMX, 4384 bytes per super-block): the exact Σ_j sc_j·(Σ q·x − 32·Σx) over the
-// 16 sub-blocks (q as 0..63), then c = fma(float(sum), d_w·d_x, c) (aux: 32·Σx per
-// sub-block and token, int32, [j][t]).
+// Q6_K (3360 bytes per super-block: the low-nibble plane, the two-bit plane, the scales,
+// d): the exact Σ_j sc_j·(Σ q·x − 32·Σx) over the 16 sub-blocks (q as 0..63, put together
+// from the planes per run: nibble | (top bits & 0x30)), then c = fma(float(sum), d_w·d_x, c)
+// (aux: 32·Σx per sub-block and token, int32, [j][t]).
 func bodyQ6K(T int) {
 	for t := range T {
 		p("VPXORD Z%d, Z%d, Z%d", 8+t, 8+t, 8+t)
 	}
 	for g := range 16 {
-		for k := range 4 {
-			p("VMOVDQU32 %d(AX), Z%d", 256*g+64*k, 16+k)
+		for u := range 4 {
+			k := 4*g + u
+			p("VMOVDQU32 %d(AX), Z%d", 64*(k%32), 16+u)
+			if k >= 32 {
+				p("VPSRLD $4, Z%d, Z%d", 16+u, 16+u)
+			}
+			p("VPANDD Z24, Z%d, Z%d", 16+u, 16+u)
+			p("VMOVDQU32 %d(AX), Z28", 2048+64*(k%16))
+			switch sh := 4 - 2*(k/16); { // bits 2m, 2m+1 to 4, 5
+			case sh > 0:
+				p("VPSLLD $%d, Z28, Z28", sh)
+			case sh < 0:
+				p("VPSRLD $%d, Z28, Z28", -sh)
+			}
+			p("VPTERNLOGD $0xf8, Z27, Z28, Z%d", 16+u) // z |= top & 0x30
 		}
-		p("VPMOVSXBD %d(AX), Z25", 4096+16*g)
+		p("VPMOVSXBD %d(AX), Z25", 3072+16*g)
 		for t := range T {
 			p("VPXORD Z26, Z26, Z26")
 			for k := range 4 {
@@ -211,7 +225,7 @@ func bodyQ6K(T int) {
 			p("VPADDD Z26, Z%d, Z%d", 8+t, 8+t)
 		}
 	}
-	p("VCVTPH2PS 4352(AX), Z20") // d_w of the 16 rows
+	p("VCVTPH2PS 3328(AX), Z20") // d_w of the 16 rows
 	for t := range T {
 		p("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
 		p("VMULPS.BCST %d(R10), Z20, Z23", 4*t) // d_w·d_x
@@ -219,7 +233,7 @@ func bodyQ6K(T int) {
 	}
 }
 
-// Q4_K and Q5_K (packQ4KAMX, 2496 bytes per super-block; packQ5KAMX, 3008): the exact
+// Q4_K and Q5_K (amxPackRow: 2496 and 3008 bytes per super-block): the exact
 // Σ_j sc_j·Σ q·x over the eight sub-blocks and the exact Σ_j m_j·Σx, then
 // c = fma(float(Σ sc·q·x), d_w·d_x, c) and c = c − float(Σ m·Σx)·(dmin_w·d_x), fused (aux:
 // each token's pairs (Σx_2k, Σx_2k+1) as int16 in a dword, [k][t]). high: Q5_K, whose fifth
@@ -292,12 +306,12 @@ var kinds = []struct {
 	body           func(T int)
 	doc            string
 }{
-	{"q4_0AMXT", "Q4_0", 5, 288, 32, []uint32{0x0f0f0f0f}, bodyQ4_0, "Q4_0 (packQ4_0AMX; aux[8b+t] 8·Σx of token t's block b, int32): c = fma(float(Σ q·x − 8·Σx), d_w·d_x, c) per block (dotQ4_0AMX)"},
-	{"q4_1AMXT", "Q4_1", 5, 320, 32, []uint32{0x0f0f0f0f}, bodyQ4_1, "Q4_1 (packQ4_1AMX; aux[8b+t] s_x, float32): c = fma(float(Σ q·x), d_w·d_x, c), c = fma(m, s_x, c) per block (dotQ4_1AMX)"},
-	{"q8_0AMXT", "Q8_0", 5, 544, 32, nil, bodyQ8_0, "Q8_0 (packQ8_0AMX; aux[8b+t] 128·Σx, int32): c = fma(float(Σ q·x), d_w·d_x, c) per block (dotQ8_0AMX)"},
-	{"q4KAMXT", "Q4_K", 8, 2496, 128, []uint32{0x0f0f0f0f}, bodyK(false), "Q4_K (packQ4KAMX; aux[32b+8k+t] token t's (Σx_2k, Σx_2k+1) as two int16): c = fma(float(Σ sc·q·x), d_w·d_x, c), c −= float(Σ m·Σx)·(dmin_w·d_x) fused, per super-block (dotQ4_KAMX)"},
-	{"q5KAMXT", "Q5_K", 8, 3008, 128, []uint32{0x0f0f0f0f, 0x10101010}, bodyK(true), "Q5_K (packQ5KAMX; aux as Q4_K's), Q4_K's arithmetic (dotQ5_KAMX)"},
-	{"q6KAMXT", "Q6_K", 8, 4384, 512, nil, bodyQ6K, "Q6_K (packQ6KAMX; aux[128b+8j+t] 32·Σx over sub-block j, int32): c = fma(float(Σ_j sc_j·(Σ q·x − 32·Σx)), d_w·d_x, c) per super-block (dotQ6_KAMX)"},
+	{"q4_0AMXT", "Q4_0", 5, 288, 32, []uint32{0x0f0f0f0f}, bodyQ4_0, "Q4_0 (the Q4_0 repack; aux[8b+t] 8·Σx of token t's block b, int32): c = fma(float(Σ q·x − 8·Σx), d_w·d_x, c) per block (dotQ4_0AMX)"},
+	{"q4_1AMXT", "Q4_1", 5, 320, 32, []uint32{0x0f0f0f0f}, bodyQ4_1, "Q4_1 (the Q4_1 repack; aux[8b+t] s_x, float32): c = fma(float(Σ q·x), d_w·d_x, c), c = fma(m, s_x, c) per block (dotQ4_1AMX)"},
+	{"q8_0AMXT", "Q8_0", 5, 544, 32, nil, bodyQ8_0, "Q8_0 (the Q8_0 repack; aux[8b+t] 128·Σx, int32): c = fma(float(Σ q·x), d_w·d_x, c) per block (dotQ8_0AMX)"},
+	{"q4KAMXT", "Q4_K", 8, 2496, 128, []uint32{0x0f0f0f0f}, bodyK(false), "Q4_K (the Q4_K repack; aux[32b+8k+t] token t's (Σx_2k, Σx_2k+1) as two int16): c = fma(float(Σ sc·q·x), d_w·d_x, c), c −= float(Σ m·Σx)·(dmin_w·d_x) fused, per super-block (dotQ4_KAMX)"},
+	{"q5KAMXT", "Q5_K", 8, 3008, 128, []uint32{0x0f0f0f0f, 0x10101010}, bodyK(true), "Q5_K (the Q5_K repack; aux as Q4_K's), Q4_K's arithmetic (dotQ5_KAMX)"},
+	{"q6KAMXT", "Q6_K", 8, 3360, 512, []uint32{0x0f0f0f0f, 0x30303030}, bodyQ6K, "Q6_K (the Q6_K repack; aux[128b+8j+t] 32·Σx over sub-block j, int32): c = fma(float(Σ_j sc_j·(Σ q·x − 32·Σx)), d_w·d_x, c) per super-block (dotQ6_KAMX)"},
 }
 
 func main() {
