@@ -182,52 +182,43 @@ func q5Value(blk *[176]byte, e int) byte {
 // (tinygemm_kernel_vnni and acc_C for block_q4_0): per block the exact Σ (q−8)·x, then
 // c = fma(float(sum), d_w·d_x, c).
 func dotQ4_0AMX(row []byte, d []float32, q []int8) float32 {
-	var c float32
-	nb := len(row) / 18
-	for b := range nb {
-		blk := row[b*18:][:18]
-		qy := q[b*32:][:32]
-		var sum int32
-		for i := range 16 {
-			v := blk[2+i]
-			sum += (int32(v&15)-8)*int32(qy[i]) + (int32(v>>4)-8)*int32(qy[16+i])
-		}
-		c = fma32(float32(sum), f16Table[uint16(blk[0])|uint16(blk[1])<<8]*d[b], c)
-	}
-	return c
+	return dotAMX32(row, 18, d, nil, q, func(blk []byte, e int) int32 { return nibble(blk[2:], e) - 8 })
 }
 
 // dotQ4_1AMX is dotQ4_0AMX for Q4_1 and Q8_1 activations: c = fma(float(Σ q·x), d_w·d_x, c),
 // then c = fma(m, s_x, c).
 func dotQ4_1AMX(row []byte, d, sx []float32, q []int8) float32 {
-	var c float32
-	nb := len(row) / 20
-	for b := range nb {
-		blk := row[b*20:][:20]
-		qy := q[b*32:][:32]
-		var sum int32
-		for i := range 16 {
-			v := blk[4+i]
-			sum += int32(v&15)*int32(qy[i]) + int32(v>>4)*int32(qy[16+i])
-		}
-		c = fma32(float32(sum), f16Table[uint16(blk[0])|uint16(blk[1])<<8]*d[b], c)
-		c = fma32(f16Table[uint16(blk[2])|uint16(blk[3])<<8], sx[b], c)
-	}
-	return c
+	return dotAMX32(row, 20, d, sx, q, func(blk []byte, e int) int32 { return nibble(blk[4:], e) })
 }
 
 // dotQ8_0AMX is dotQ4_0AMX for Q8_0 weights: c = fma(float(Σ q·x), d_w·d_x, c) per block.
 func dotQ8_0AMX(row []byte, d []float32, q []int8) float32 {
+	return dotAMX32(row, 34, d, nil, q, func(blk []byte, e int) int32 { return int32(int8(blk[2+e])) })
+}
+
+// nibble is element e (0..31) of 16 bytes of packed 4-bit quants: low nibbles first.
+func nibble(qs []byte, e int) int32 {
+	if e < 16 {
+		return int32(qs[e] & 15)
+	}
+	return int32(qs[e-16] >> 4)
+}
+
+// dotAMX32 is the loop of the 32-element-block references: per block of size bytes (d_w at
+// its start, and Q4_1's m after it where sx is given) the exact Σ value(e)·x_e, then
+// c = fma(float(sum), d_w·d_x, c), and c = fma(m, s_x, c) for Q4_1.
+func dotAMX32(row []byte, size int, d, sx []float32, q []int8, value func(blk []byte, e int) int32) float32 {
 	var c float32
-	nb := len(row) / 34
-	for b := range nb {
-		blk := row[b*34:][:34]
-		qy := q[b*32:][:32]
+	for b := range len(row) / size {
+		blk := row[b*size:][:size]
 		var sum int32
-		for i := range 32 {
-			sum += int32(int8(blk[2+i])) * int32(qy[i])
+		for e := range 32 {
+			sum += value(blk, e) * int32(q[32*b+e])
 		}
 		c = fma32(float32(sum), f16Table[uint16(blk[0])|uint16(blk[1])<<8]*d[b], c)
+		if sx != nil {
+			c = fma32(f16Table[uint16(blk[2])|uint16(blk[3])<<8], sx[b], c)
+		}
 	}
 	return c
 }
