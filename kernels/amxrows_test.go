@@ -135,8 +135,11 @@ func amxTestValue(dt tensor.DType, blk []byte, e int) float32 {
 	return float32(dw*float32(sc[e/32])*float32(v)) - dm*float32(mn[e/32])
 }
 
-// TestOutsideAMX: under GGMLAMX a quantized matrix marked SetOutsideAMX (a tied head, an
-// expert) is multiplied in the AVX-512 build's arithmetic, as llama.cpp's sapphirerapids
+// amxDTypes are the dtypes GGMLAMX multiplies in the AMX backend's arithmetic.
+var amxDTypes = []tensor.DType{tensor.Q4_0, tensor.Q4_1, tensor.Q8_0, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K}
+
+// TestOutsideAMX: under GGMLAMX a quantized matrix marked SetOutsideAMX (an expert) is
+// multiplied in the AVX-512 build's arithmetic, as llama.cpp's sapphirerapids
 // library does outside its AMX buffer, and an unmarked copy of it in the AMX one.
 func TestOutsideAMX(t *testing.T) {
 	defer SetGGMLBuild(SetGGMLBuild(GGMLAMX))
@@ -144,7 +147,7 @@ func TestOutsideAMX(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	s := NewScratch(2)
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_1, tensor.Q8_0, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
+	for _, dt := range amxDTypes {
 		w, _ := randMat(t, rng, dt, 64, 512)
 		out := w
 		out.SetOutsideAMX()
@@ -181,7 +184,7 @@ func TestAMXMatMulMany(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	s := NewScratch(2)
-	for _, dt := range []tensor.DType{tensor.Q4_0, tensor.Q4_1, tensor.Q8_0, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K} {
+	for _, dt := range amxDTypes {
 		const cols, n = 512, 3
 		a, _ := randMat(t, rng, dt, 40, cols) // vec_dot: 40 rows
 		b, _ := randMat(t, rng, dt, 64, cols) // AMX

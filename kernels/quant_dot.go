@@ -255,9 +255,10 @@ func quantRows(out []float32, w *Mat, a *qact, n, lo, hi int) {
 func quantPairs(out []float32, w *Mat, a *qact, t0, t1, lo, hi int) {
 	rows := w.Rows
 	nb := w.Cols / 32
+	vecQ8 := w.DType == tensor.Q8_0 && !amxArithmetic(w) // asmDotQ8_0 is vec_dot's order
 	for r := lo; r < hi; r++ {
 		for t := t0; t < t1; t++ {
-			if w.DType == tensor.Q8_0 && !amxArithmetic(w) {
+			if vecQ8 {
 				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 				if v, ok := asmDotQ8_0(row, a.d8[t*nb*8:(t+1)*nb*8], a.q[t*nb*32:(t+1)*nb*32]); ok { // gemm_amd64.s
 					out[t*rows+r] = v
