@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/tokenwise/tokenwise/domain/debian"
 	"github.com/tokenwise/tokenwise/engine"
@@ -99,11 +100,15 @@ type evalOptions struct {
 	Prefix    string // text before each ChatPrompt (arm 0's shots)
 	MaxTokens int
 	Threads   int
+	Workers   int // records answered at once, each by its own copy of the model
 	Schema    bool
 }
 
 // evaluate runs exs[len(done):] greedily through the model in dir and appends a record per
-// prompt to path (JSONL), returning every record (done ones first).
+// prompt to path (JSONL), in order, returning every record (done ones first). With
+// o.Workers > 1 that many copies of the model answer records at once, o.Threads split
+// among them: greedy answers do not depend on it, and the report's times come from the
+// timing pass, which runs one record at a time.
 func evaluate(ctx context.Context, dir, path string, exs []Example, o evalOptions, progress func(done, total int)) ([]Record, error) {
 	done, err := readRecords(path)
 	if err != nil {
@@ -115,41 +120,106 @@ func evaluate(ctx context.Context, dir, path string, exs []Example, o evalOption
 	if len(done) == len(exs) {
 		return done, nil
 	}
-	m, tok, schema, err := loadArm(dir, o)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	workers := max(1, min(o.Workers, len(exs)-len(done)))
+	wo := o
+	wo.Threads = max(1, o.Threads/workers)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		r   Record
+		err error
+	}
+	next := make(chan int)
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, tok, schema, err := loadArm(dir, wo)
+			if err != nil {
+				select {
+				case results <- result{err: err}:
+				case <-ctx.Done():
+				}
+				return
+			}
+			defer m.Close()
+			for i := range next {
+				r, err := answer(ctx, m, tok, schema, o, i, exs[i])
+				select {
+				case results <- result{r: r, err: err}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := len(done); i < len(exs); i++ {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
 	out := done
-	for i := len(done); i < len(exs); i++ {
-		ex := exs[i]
-		ids := tok.Encode(o.Prefix+train.ChatPrompt(ex.Prompt), false)
-		res, err := engine.Generate(ctx, m, tok, ids, engine.Options{MaxTokens: o.MaxTokens, Grammar: schema})
-		if err != nil {
-			return nil, fmt.Errorf("held-out prompt %d: %w", i, err)
+	pending := map[int]Record{}
+	for res := range results {
+		if res.err != nil {
+			cancel()
+			for range results {
+			}
+			return nil, res.err
 		}
-		valid, right := Grade(res.Text, ex.Completion)
-		r := Record{Index: i, PromptTokens: len(ids), OutputTokens: res.Usage.CompletionTokens, DecodeSteps: res.Timing.DecodeSteps,
-			JumpedTokens: res.Timing.JumpedTokens, PrefillMs: res.Timing.PrefillMs, DecodeMs: res.Timing.DecodeMs,
-			Finish: res.FinishReason, Valid: valid, Right: right, Text: res.Text}
-		line, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := f.Write(append(line, '\n')); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-		if progress != nil {
-			progress(i+1, len(exs))
+		pending[res.r.Index] = res.r
+		for {
+			r, ok := pending[len(out)]
+			if !ok {
+				break
+			}
+			delete(pending, r.Index)
+			line, err := json.Marshal(r)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := f.Write(append(line, '\n')); err != nil {
+				cancel()
+				for range results {
+				}
+				return nil, err
+			}
+			out = append(out, r)
+			if progress != nil {
+				progress(len(out), len(exs))
+			}
 		}
 	}
+	if len(out) != len(exs) {
+		return nil, fmt.Errorf("evaluate %s: %d of %d records answered", dir, len(out), len(exs))
+	}
 	return out, f.Sync()
+}
+
+// answer runs one held-out record greedily and grades it.
+func answer(ctx context.Context, m *model.Model, tok *tokenizer.Tokenizer, schema *grammar.Table, o evalOptions, i int, ex Example) (Record, error) {
+	ids := tok.Encode(o.Prefix+train.ChatPrompt(ex.Prompt), false)
+	res, err := engine.Generate(ctx, m, tok, ids, engine.Options{MaxTokens: o.MaxTokens, Grammar: schema})
+	if err != nil {
+		return Record{}, fmt.Errorf("held-out prompt %d: %w", i, err)
+	}
+	valid, right := Grade(res.Text, ex.Completion)
+	return Record{Index: i, PromptTokens: len(ids), OutputTokens: res.Usage.CompletionTokens, DecodeSteps: res.Timing.DecodeSteps,
+		JumpedTokens: res.Timing.JumpedTokens, PrefillMs: res.Timing.PrefillMs, DecodeMs: res.Timing.DecodeMs,
+		Finish: res.FinishReason, Valid: valid, Right: right, Text: res.Text}, nil
 }
 
 // loadArm loads the model and tokenizer in dir and, with o.Schema, compiles the answer's

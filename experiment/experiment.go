@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -59,6 +60,10 @@ type Options struct {
 	LR        float64 `json:"lr"`
 	Trainable string  `json:"trainable"`
 	EvalMax   int     `json:"eval_max"` // validation records in adapt's loss before and after
+	// AdaptWith, when set, is the command that trains arms 1 and 2 in place of `tokenwise
+	// adapt` (split on spaces; adapt's flags follow it), e.g. "python3 recipes/adapt.py",
+	// the same recipe on GPUs.
+	AdaptWith string `json:"adapt_with,omitempty"`
 	// Specialization (arm 2).
 	Add  int    `json:"add"`
 	Init string `json:"init"`
@@ -67,6 +72,12 @@ type Options struct {
 	MaxTokens int  `json:"max_tokens"`
 	Schema    bool `json:"schema"` // generate under answer.schema.json
 	Threads   int  `json:"threads"`
+	// EvalWorkers answer that many held-out records at once in the evaluations (the
+	// timing pass runs one at a time): the answers are the same, only sooner.
+	EvalWorkers int `json:"-"`
+	// TimeRecords is how many held-out records (the first ones) the timing pass runs
+	// through the three arms; 0: all of them.
+	TimeRecords int `json:"time_records,omitempty"`
 	// Report: the CPU cost profile ("auto": the shipped profile for this CPU, else a quick
 	// calibration), the GPU profiles (default: every shipped one) and prices per device
 	// hour by profile name ("cpu" for the CPU profile), for dollars per million requests.
@@ -249,6 +260,14 @@ func (x *runner) trainArgs() []string {
 		"--seed", strconv.FormatUint(o.Seed, 10), "--threads", strconv.Itoa(o.Threads), "--dtype", o.DType}
 }
 
+// trainKey is what an arm's training depends on: its flags and the command that trains.
+func (x *runner) trainKey() []string {
+	if x.o.AdaptWith == "" {
+		return x.trainArgs()
+	}
+	return append([]string{"adapt-with " + x.o.AdaptWith}, x.trainArgs()...)
+}
+
 func (x *runner) steps() []step {
 	o := x.o
 	modelKey := o.Model
@@ -256,7 +275,10 @@ func (x *runner) steps() []step {
 		modelKey = fmt.Sprintf("%s %d %d", o.Model, st.Size(), st.ModTime().UnixNano())
 	}
 	specArgs := []string{"--prune", "--add", strconv.Itoa(o.Add), "--init", o.Init}
-	evalKey := []string{strconv.Itoa(o.MaxTokens), strconv.FormatBool(o.Schema), strconv.Itoa(o.Threads)}
+	// Greedy answers do not depend on the thread count (TestExperimentEndToEnd answers on
+	// one thread and checks them on two), so --threads is not part of an evaluation's key.
+	evalKey := []string{strconv.Itoa(o.MaxTokens), strconv.FormatBool(o.Schema)}
+	timeKey := append([]string{strconv.Itoa(o.Threads), strconv.Itoa(o.TimeRecords)}, evalKey...)
 	return []step{
 		{name: "export", title: "export the base model to an HF folder", key: []string{modelKey, o.DType}, outputs: []string{"base"},
 			run: x.export},
@@ -265,17 +287,17 @@ func (x *runner) steps() []step {
 			outputs: []string{"data"}, run: x.corpus},
 		{name: "eval-arm0", title: "arm 0: evaluate the base model, few-shot", deps: []string{"corpus"}, key: evalKey,
 			outputs: []string{"eval/arm0.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 0) }},
-		{name: "train-arm1", title: "arm 1: fine-tune the base vocabulary (adapt)", deps: []string{"corpus"}, key: x.trainArgs(),
+		{name: "train-arm1", title: "arm 1: fine-tune the base vocabulary (adapt)", deps: []string{"corpus"}, key: x.trainKey(),
 			outputs: []string{"arm1", "arm1.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "base", "arm1") }},
 		{name: "eval-arm1", title: "arm 1: evaluate", deps: []string{"train-arm1"}, key: evalKey,
 			outputs: []string{"eval/arm1.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 1) }},
 		{name: "specialize", title: "arm 2: specialize the vocabulary (prune + merged tokens)", deps: []string{"corpus"}, key: specArgs,
 			outputs: []string{"spec"}, run: func(ctx context.Context, s *stepRun) error { return x.specialize(ctx, s, specArgs) }},
-		{name: "train-arm2", title: "arm 2: adapt the specialized model", deps: []string{"specialize"}, key: x.trainArgs(),
+		{name: "train-arm2", title: "arm 2: adapt the specialized model", deps: []string{"specialize"}, key: x.trainKey(),
 			outputs: []string{"arm2", "arm2.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "spec", "arm2") }},
 		{name: "eval-arm2", title: "arm 2: evaluate", deps: []string{"train-arm2"}, key: evalKey,
 			outputs: []string{"eval/arm2.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 2) }},
-		{name: "time", title: "time the three arms in turn on each held-out record", deps: []string{"eval-arm0", "eval-arm1", "eval-arm2"}, key: evalKey,
+		{name: "time", title: "time the three arms in turn on each held-out record", deps: []string{"eval-arm0", "eval-arm1", "eval-arm2"}, key: timeKey,
 			outputs: []string{"eval/timing.jsonl"}, run: x.timeArms},
 		{name: "report", title: "write the report", deps: []string{"time"}, always: true,
 			run: x.report},
@@ -313,20 +335,42 @@ func (x *runner) export(ctx context.Context, s *stepRun) error {
 // exec runs a tokenwise command, its output into the step's log (and stdout into out too).
 func (x *runner) exec(ctx context.Context, s *stepRun, out io.Writer, args ...string) error {
 	fmt.Fprintf(s.log, "$ tokenwise %s\n", quoteArgs(args))
+	stdout, stderr := s.streams(out)
+	err := x.o.Exec(ctx, stdout, stderr, args...)
+	stderr.flush()
+	return err
+}
+
+// execExternal runs Options.AdaptWith with adapt's flags (args[0], "adapt", replaced by the
+// command), its output going where exec's goes.
+func (x *runner) execExternal(ctx context.Context, s *stepRun, out io.Writer, args ...string) error {
+	cmdline := append(strings.Fields(x.o.AdaptWith), args[1:]...)
+	fmt.Fprintf(s.log, "$ %s\n", quoteArgs(cmdline))
+	stdout, stderr := s.streams(out)
+	cmd := exec.CommandContext(ctx, cmdline[0], cmdline[1:]...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	stderr.flush()
+	if err != nil {
+		return fmt.Errorf("--adapt-with %q: %w", x.o.AdaptWith, err)
+	}
+	return nil
+}
+
+// streams are a command's stdout (the step's log, and out too) and stderr (the log, its
+// "step i/n" lines moving the progress display).
+func (s *stepRun) streams(out io.Writer) (io.Writer, *lineWatcher) {
 	stdout := io.Writer(s.log)
 	if out != nil {
 		stdout = io.MultiWriter(s.log, out)
 	}
-	stderr := &lineWatcher{w: s.log, on: func(line string) {
+	return stdout, &lineWatcher{w: s.log, on: func(line string) {
 		if m := trainStep.FindStringSubmatch(line); m != nil {
 			done, _ := strconv.Atoi(m[1])
 			total, _ := strconv.Atoi(m[2])
 			s.progress(done, total)
 		}
 	}}
-	err := x.o.Exec(ctx, stdout, stderr, args...)
-	stderr.flush()
-	return err
 }
 
 var trainStep = regexp.MustCompile(`^step (\d+)/(\d+) `)
@@ -448,7 +492,11 @@ func (x *runner) adapt(ctx context.Context, s *stepRun, from, to string) error {
 	} else if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	if err := x.exec(ctx, s, &out, args...); err != nil {
+	run := x.exec
+	if x.o.AdaptWith != "" {
+		run = x.execExternal
+	}
+	if err := run(ctx, s, &out, args...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "adapt.txt"), out.Bytes(), 0o644); err != nil {
@@ -501,6 +549,12 @@ func (x *runner) timeArms(ctx context.Context, s *stepRun) error {
 		}
 	}
 	prefixes[0] = FewShotPrefix(shots)
+	if n := x.o.TimeRecords; n > 0 && n < len(held) {
+		held = held[:n]
+		for i := range want {
+			want[i] = want[i][:min(n, len(want[i]))]
+		}
+	}
 	path := x.path("eval", "timing.jsonl")
 	fmt.Fprintf(s.log, "time %d held-out records through the %d arms in turn -> %s\n", len(held), len(dirs), path)
 	_, err = timeArms(ctx, dirs, prefixes, path, held, want, evalOptions{MaxTokens: x.o.MaxTokens, Threads: x.o.Threads, Schema: x.o.Schema}, s.progress)
@@ -529,7 +583,7 @@ func (x *runner) eval(ctx context.Context, s *stepRun, arm int) error {
 	}
 	path := x.path("eval", fmt.Sprintf("arm%d.jsonl", arm))
 	fmt.Fprintf(s.log, "evaluate %s on %d held-out records (greedy, at most %d tokens, schema %v) -> %s\n", x.path(armDirs[arm]), len(held), x.o.MaxTokens, x.o.Schema, path)
-	recs, err := evaluate(ctx, x.path(armDirs[arm]), path, held, evalOptions{Prefix: prefix, MaxTokens: x.o.MaxTokens, Threads: x.o.Threads, Schema: x.o.Schema}, s.progress)
+	recs, err := evaluate(ctx, x.path(armDirs[arm]), path, held, evalOptions{Prefix: prefix, MaxTokens: x.o.MaxTokens, Threads: x.o.Threads, Workers: x.o.EvalWorkers, Schema: x.o.Schema}, s.progress)
 	if err != nil {
 		return err
 	}

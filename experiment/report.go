@@ -26,6 +26,9 @@ type Report struct {
 	// InterleavedTimes says the arms' prefill and decode times are the interleaved pass's
 	// (eval/timing.jsonl), not their evaluations'.
 	InterleavedTimes bool `json:"interleaved_times"`
+	// TimedRecords is how many held-out records that pass ran (the first ones; all of them
+	// unless --time-records said fewer).
+	TimedRecords int `json:"timed_records,omitempty"`
 	// CPUProfile is the cost model's profile of this CPU, and CPUProfileWhy how it was chosen.
 	CPUProfile    string `json:"cpu_profile"`
 	CPUProfileWhy string `json:"cpu_profile_why"`
@@ -192,9 +195,10 @@ func (x *runner) report(ctx context.Context, s *stepRun) error {
 					n++
 				}
 			}
-			if n != len(recs) {
+			if n == 0 || n > len(recs) || (i > 0 && n != rep.TimedRecords) {
 				return fmt.Errorf("eval/timing.jsonl: %d timings of arm %d for %d records", n, i, len(recs))
 			}
+			rep.TimedRecords = n
 			a.PrefillMs /= float64(n)
 			a.DecodeMs /= float64(n)
 		}
@@ -449,7 +453,11 @@ func (r *Report) markdown(held []Example, recs [3][]Record) string {
 	b.WriteString(r.Accuracy)
 	b.WriteString("\n## Measured per request on this CPU (batch 1)\n\n")
 	if r.InterleavedTimes {
-		b.WriteString("From a pass after the evaluations that ran each held-out record through the three arms in turn (the same answers), so that load from anything else on the machine falls on the arms alike; the evaluations' own times are in eval/armN.jsonl.\n\n")
+		b.WriteString("From a pass after the evaluations that ran each held-out record through the three arms in turn (the same answers), so that load from anything else on the machine falls on the arms alike; the evaluations' own times are in eval/armN.jsonl.")
+		if n := len(r.Arms); n > 0 && r.TimedRecords < r.Arms[0].Prompts {
+			fmt.Fprintf(&b, " The pass ran the first %d of the %d held-out records (--time-records).", r.TimedRecords, r.Arms[0].Prompts)
+		}
+		b.WriteString("\n\n")
 	} else {
 		b.WriteString("From the evaluations, which ran one arm after another: load from anything else on the machine can fall on one arm more than another.\n\n")
 	}

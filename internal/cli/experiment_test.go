@@ -25,18 +25,8 @@ import (
 // evaluation resumes where it stopped; and that a second run with the same seed gives the
 // same accuracy table.
 func TestExperimentEndToEnd(t *testing.T) {
-	if _, err := os.Stat(debian.StatusFile); err != nil {
-		t.Skipf("no %s: the Debian task is made from this machine's package records", debian.StatusFile)
-	}
 	tmp := t.TempDir()
-	mustRunErr(t, "corpus", "--task", "debian", "--out", filepath.Join(tmp, "deb"), "--train", "200", "--held-out", "10")
-	tok := filepath.Join(tmp, "tok")
-	mustRun(t, "", "train-tokenizer", "--corpus", filepath.Join(tmp, "deb", "train.jsonl"), "--vocab-size", "420", "--out", tok)
-	cfg := writeFile(t, tmp, "cfg.json", `{"model_type":"llama","vocab_size":1024,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
-	"num_attention_heads":2,"num_key_value_heads":1,"head_dim":16,"max_position_embeddings":4096,"rms_norm_eps":1e-5,
-	"rope_theta":10000,"tie_word_embeddings":true}`)
-	synthDir := filepath.Join(tmp, "synth")
-	mustRunErr(t, "synth", "--config", cfg, "--tokenizer", tok, "--dtype", "f32", "--seed", "3", "--out", synthDir)
+	synthDir := tinyDebianModel(t, tmp)
 	gguf := filepath.Join(tmp, "tiny.gguf")
 	mustRunErr(t, "export", "--model", synthDir, "--format", "gguf", "--out", gguf)
 
@@ -263,13 +253,39 @@ func TestExperimentEndToEnd(t *testing.T) {
 		t.Errorf("the finished arm keeps its trainer state")
 	}
 
-	// The same seed in a fresh folder: the same accuracy table.
+	// The same seed in a fresh folder: the same accuracy table; also with the arms trained
+	// by another process given adapt's flags (--adapt-with: this test binary as tokenwise,
+	// its adapt), to the same weights, and with three records answered at once on one
+	// thread each (--eval-workers), whose answers the timing pass, on two threads, checks.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOKENWISE_CLI_MAIN", "1")
 	w2 := filepath.Join(tmp, "w2")
-	mustRunErr(t, args(w2)...)
+	mustRunErr(t, args(w2, "--adapt-with", self+" adapt", "--eval-workers", "3", "--time-records", "2")...)
 	var rep2 experiment.Report
 	readJSON(t, filepath.Join(w2, "report.json"), &rep2)
+	if n := len(readTimings(t, filepath.Join(w2, "eval", "timing.jsonl"))); n != 6 || rep2.TimedRecords != 2 {
+		t.Errorf("--time-records 2: %d timings, the report says %d records timed", n, rep2.TimedRecords)
+	}
 	if rep2.Accuracy != rep.Accuracy {
 		t.Errorf("second run's accuracy table:\n%s\nfirst:\n%s", rep2.Accuracy, rep.Accuracy)
+	}
+	if got, err := os.ReadFile(filepath.Join(w2, "arm1", "model.safetensors")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("arm 1 trained by --adapt-with differs from tokenwise adapt's (%v)", err)
+	}
+	logData, _ = os.ReadFile(filepath.Join(w2, "logs", "07-train-arm2.log"))
+	if !strings.Contains(string(logData), "$ "+self+" adapt --model ") {
+		t.Errorf("arm 2 was not trained by the --adapt-with command:\n%s", logData)
+	}
+	for i := 0; i < 3; i++ {
+		a, b := readRecords(t, filepath.Join(w1, "eval", "arm"+strconv.Itoa(i)+".jsonl")), readRecords(t, filepath.Join(w2, "eval", "arm"+strconv.Itoa(i)+".jsonl"))
+		for j := range a {
+			if j >= len(b) || a[j].Text != b[j].Text || a[j].Index != b[j].Index {
+				t.Errorf("arm %d record %d: answered alone %+v, three at a time %+v", i, j, a[j], b)
+			}
+		}
 	}
 
 	if _, _, err := run(t, "", "experiment", "--model", gguf, "--work", filepath.Join(tmp, "w3"), "--dtype", "f16"); err == nil || !strings.Contains(err.Error(), "--dtype") {
@@ -278,6 +294,25 @@ func TestExperimentEndToEnd(t *testing.T) {
 	if _, _, err := run(t, "", "experiment", "--model", gguf, "--work", filepath.Join(tmp, "w3"), "--price", "h100"); err == nil || !strings.Contains(err.Error(), "--price") {
 		t.Errorf("--price h100: %v", err)
 	}
+}
+
+// tinyDebianModel writes, under tmp, the Debian task (deb/: 200 training and 10 held-out
+// records of this machine's packages), a tokenizer trained on it (tok/) and a tiny
+// random-weight llama on that tokenizer (synth/, f32, tied embeddings), and returns synth/.
+func tinyDebianModel(t *testing.T, tmp string) string {
+	t.Helper()
+	if _, err := os.Stat(debian.StatusFile); err != nil {
+		t.Skipf("no %s: the Debian task is made from this machine's package records", debian.StatusFile)
+	}
+	mustRunErr(t, "corpus", "--task", "debian", "--out", filepath.Join(tmp, "deb"), "--train", "200", "--held-out", "10")
+	tok := filepath.Join(tmp, "tok")
+	mustRun(t, "", "train-tokenizer", "--corpus", filepath.Join(tmp, "deb", "train.jsonl"), "--vocab-size", "420", "--out", tok)
+	cfg := writeFile(t, tmp, "cfg.json", `{"model_type":"llama","vocab_size":1024,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+	"num_attention_heads":2,"num_key_value_heads":1,"head_dim":16,"max_position_embeddings":4096,"rms_norm_eps":1e-5,
+	"rope_theta":10000,"tie_word_embeddings":true}`)
+	synthDir := filepath.Join(tmp, "synth")
+	mustRunErr(t, "synth", "--config", cfg, "--tokenizer", tok, "--dtype", "f32", "--seed", "3", "--out", synthDir)
+	return synthDir
 }
 
 // hasLine says some line of text holds both a and b.
