@@ -15,6 +15,8 @@
 #
 #   scripts/bench-speculate.sh
 #   N=8 KINDS=extraction STREAMS=1 LLAMA=0 scripts/bench-speculate.sh
+#   MODES="prompt prompt,domain" ...   # the speculating servers (default "prompt prompt,schema");
+#                                      # domain: an index of the answers served, from empty
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-16}
@@ -87,7 +89,7 @@ run() { # run ENGINE MODE KIND STREAMS [--schema]: a run on the server at PORT
 port2=$((PORT + 1))
 up "$PORT" "$out/tokenwise-off.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate off
 off=$last
-for mode in prompt prompt,schema; do
+for mode in ${MODES:-prompt prompt,schema}; do
 	up "$port2" "$out/tokenwise-$mode.log" "$tw" serve --model "$model" --port "$port2" --threads "$THREADS" --max-seqs 16 --speculate "$mode"
 	grep -h "decode steps measured" "$out/tokenwise-$mode.log" >&2 || true
 	for kind in $KINDS; do
@@ -96,8 +98,11 @@ for mode in prompt prompt,schema; do
 			if [ "$kind" = extraction ]; then
 				# prompt: under the schema with jump-forward on both sides; prompt,schema: schema
 				# drafts against masked decoding (jump_forward false), which they reproduce.
-				if [ "$mode" = prompt ]; then variants=("" "--schema"); else variants=("--schema --no-jump-forward"); fi
-			elif [ "$mode" != prompt ]; then
+				case $mode in
+				*schema*) variants=("--schema --no-jump-forward") ;;
+				*) variants=("" "--schema") ;;
+				esac
+			elif [[ $mode == *schema* ]]; then
 				continue
 			fi
 			for v in "${variants[@]}"; do

@@ -203,7 +203,7 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 		MaxTokens: f.maxTokens, MaxContext: f.ctxSize, Sampler: params,
 		Stop: f.stop, IgnoreEOS: f.ignoreEOS, MaxDraft: f.maxDraft,
 	}
-	prop, err := proposers(f.speculate, f.draftIndex, f.model)
+	prop, _, err := proposers(f.speculate, f.draftIndex, f.model, false)
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}

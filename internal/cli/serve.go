@@ -209,9 +209,12 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer m.Close()
-	prop, err := proposers(f.speculate, f.draftIndex, f.model)
+	prop, note, err := proposers(f.speculate, f.draftIndex, f.model, true)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	if note != "" {
+		fmt.Fprintf(stderr, "serve: %s\n", note)
 	}
 	var speculate engine.Proposer
 	if len(prop) > 0 {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tokenwise/tokenwise/cost"
@@ -21,26 +22,32 @@ func addSpecFlags(fl *pflag.FlagSet, speculate *string, maxDraft *int, index *st
 }
 
 // proposers builds the --speculate list. The domain index is --draft-index or the model
-// folder's draft_index.bin.
-func proposers(list, indexPath, model string) (spec.Chain, error) {
+// folder's draft_index.bin. With learn (serve, which adds every finished answer to the
+// index), a model without one starts from an empty index, bounded as specialize's, and
+// note says so; an index named by --draft-index must exist.
+func proposers(list, indexPath, model string, learn bool) (c spec.Chain, note string, err error) {
 	var idx *spec.Index
 	if strings.Contains(list, "domain") {
-		if indexPath == "" {
+		named := indexPath != ""
+		if !named {
 			indexPath = filepath.Join(model, spec.DraftIndexFile)
 			if st, err := os.Stat(model); err == nil && !st.IsDir() {
 				indexPath = filepath.Join(filepath.Dir(model), spec.DraftIndexFile)
 			}
 		}
-		var err error
-		if idx, err = spec.ReadIndexFile(indexPath); err != nil {
-			return nil, fmt.Errorf("--speculate domain: %w", err)
+		idx, err = spec.ReadIndexFile(indexPath)
+		switch {
+		case err != nil && learn && !named && errors.Is(err, os.ErrNotExist):
+			idx = spec.NewIndex(3, draftIndexEntries)
+			note = fmt.Sprintf("no %s: the domain index starts empty and learns from the answers served (at most %d contexts)", indexPath, draftIndexEntries)
+		case err != nil:
+			return nil, "", fmt.Errorf("--speculate domain: %w", err)
 		}
 	}
-	c, err := spec.Proposers(list, idx)
-	if err != nil {
-		return nil, fmt.Errorf("--speculate: %w", err)
+	if c, err = spec.Proposers(list, idx); err != nil {
+		return nil, "", fmt.Errorf("--speculate: %w", err)
 	}
-	return c, nil
+	return c, note, nil
 }
 
 // verifyBound is the most tokens a decode step (every sequence's last token and its drafts)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tokenwise/tokenwise/engine/spec"
 )
 
 // TestVerifyBound: serve bounds a step's tokens with drafts by the cost model's decode ridge
@@ -24,4 +26,35 @@ func TestVerifyBound(t *testing.T) {
 		t.Errorf("no profile: bound %d: %s", n0, why0)
 	}
 	t.Logf("%s", why)
+}
+
+// TestProposersDomainIndex: --speculate domain reads the model folder's draft index; where
+// there is none, serve (learn) starts an empty one and says so, generate fails naming the
+// file, and an index named by --draft-index must exist either way.
+func TestProposersDomainIndex(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, spec.DraftIndexFile)
+	if _, _, err := proposers("prompt,domain", "", dir, false); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("generate without an index: %v", err)
+	}
+	c, note, err := proposers("prompt,domain", "", dir, true)
+	if err != nil || !strings.Contains(note, "starts empty") || len(c) != 2 {
+		t.Fatalf("serve without an index: %v, %q, %d proposers", err, note, len(c))
+	}
+	var idx *spec.Index
+	for _, p := range c {
+		if x, ok := p.(*spec.Index); ok {
+			idx = x
+		}
+	}
+	if idx == nil || idx.Len() != 0 || idx.MaxEntries != draftIndexEntries {
+		t.Fatalf("serve's empty index: %+v", idx)
+	}
+	idx.Add([]int{5, 6, 7, 8, 9})
+	if idx.Len() == 0 {
+		t.Error("the empty index does not learn")
+	}
+	if _, _, err := proposers("domain", filepath.Join(dir, "other.bin"), dir, true); err == nil {
+		t.Error("a missing --draft-index was accepted")
+	}
 }
