@@ -54,7 +54,10 @@ type Options struct {
 	Apt     bool   `json:"apt"`  // also the apt lists' records (corpus --apt)
 	DType   string `json:"dtype"`
 	// Training, the same for arms 1 and 2.
-	Steps     int     `json:"steps"`
+	Steps int `json:"steps"`
+	// Arm2Steps, when set, trains arm 2 for that many steps instead of Steps: arm 2's
+	// sequences are shorter, so the same steps show it fewer tokens than arm 1.
+	Arm2Steps int     `json:"arm2_steps,omitempty"`
 	Batch     int     `json:"batch"`
 	SeqLen    int     `json:"seq_len"`
 	LR        float64 `json:"lr"`
@@ -117,7 +120,7 @@ func (o *Options) validate() error {
 		return errors.New("experiment: no Exec")
 	case o.Train < 1 || o.HeldOut < 1:
 		return fmt.Errorf("experiment: --train %d, --held-out %d: want at least 1 each", o.Train, o.HeldOut)
-	case o.Steps < 1 || o.Batch < 1 || o.SeqLen < 16:
+	case o.Steps < 1 || o.Arm2Steps < 0 || o.Batch < 1 || o.SeqLen < 16:
 		return fmt.Errorf("experiment: --steps %d, --batch %d, --seq-len %d: want steps and batch >= 1, seq-len >= 16", o.Steps, o.Batch, o.SeqLen)
 	case o.Add < 0 || o.Shots < 0 || o.MaxTokens < 1:
 		return fmt.Errorf("experiment: --add %d, --shots %d, --max-tokens %d: want add and shots >= 0, max-tokens >= 1", o.Add, o.Shots, o.MaxTokens)
@@ -251,21 +254,30 @@ func (x *runner) fingerprint(st step) string {
 
 func (x *runner) path(p ...string) string { return filepath.Join(append([]string{x.work}, p...)...) }
 
-// trainArgs are the adapt flags both arms train with.
-func (x *runner) trainArgs() []string {
+// steps is an arm's optimizer steps: Steps, or Arm2Steps for arm 2 where set.
+func (o *Options) steps(arm int) int {
+	if arm == 2 && o.Arm2Steps > 0 {
+		return o.Arm2Steps
+	}
+	return o.Steps
+}
+
+// trainArgs are the adapt flags an arm trains with: the same for both, but for arm 2's
+// steps under Arm2Steps.
+func (x *runner) trainArgs(arm int) []string {
 	o := x.o
 	return []string{"--corpus", x.path("data", "train.jsonl"), "--eval", x.path("data", "validation.jsonl"),
-		"--eval-max", strconv.Itoa(o.EvalMax), "--steps", strconv.Itoa(o.Steps), "--batch", strconv.Itoa(o.Batch),
+		"--eval-max", strconv.Itoa(o.EvalMax), "--steps", strconv.Itoa(o.steps(arm)), "--batch", strconv.Itoa(o.Batch),
 		"--seq-len", strconv.Itoa(o.SeqLen), "--lr", strconv.FormatFloat(o.LR, 'g', -1, 64), "--trainable", o.Trainable,
 		"--seed", strconv.FormatUint(o.Seed, 10), "--threads", strconv.Itoa(o.Threads), "--dtype", o.DType}
 }
 
 // trainKey is what an arm's training depends on: its flags and the command that trains.
-func (x *runner) trainKey() []string {
+func (x *runner) trainKey(arm int) []string {
 	if x.o.AdaptWith == "" {
-		return x.trainArgs()
+		return x.trainArgs(arm)
 	}
-	return append([]string{"adapt-with " + x.o.AdaptWith}, x.trainArgs()...)
+	return append([]string{"adapt-with " + x.o.AdaptWith}, x.trainArgs(arm)...)
 }
 
 func (x *runner) steps() []step {
@@ -287,14 +299,14 @@ func (x *runner) steps() []step {
 			outputs: []string{"data"}, run: x.corpus},
 		{name: "eval-arm0", title: "arm 0: evaluate the base model, few-shot", deps: []string{"corpus"}, key: evalKey,
 			outputs: []string{"eval/arm0.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 0) }},
-		{name: "train-arm1", title: "arm 1: fine-tune the base vocabulary (adapt)", deps: []string{"corpus"}, key: x.trainKey(),
-			outputs: []string{"arm1", "arm1.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "base", "arm1") }},
+		{name: "train-arm1", title: "arm 1: fine-tune the base vocabulary (adapt)", deps: []string{"corpus"}, key: x.trainKey(1),
+			outputs: []string{"arm1", "arm1.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "base", "arm1", 1) }},
 		{name: "eval-arm1", title: "arm 1: evaluate", deps: []string{"train-arm1"}, key: evalKey,
 			outputs: []string{"eval/arm1.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 1) }},
 		{name: "specialize", title: "arm 2: specialize the vocabulary (prune + merged tokens)", deps: []string{"corpus"}, key: specArgs,
 			outputs: []string{"spec"}, run: func(ctx context.Context, s *stepRun) error { return x.specialize(ctx, s, specArgs) }},
-		{name: "train-arm2", title: "arm 2: adapt the specialized model", deps: []string{"specialize"}, key: x.trainKey(),
-			outputs: []string{"arm2", "arm2.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "spec", "arm2") }},
+		{name: "train-arm2", title: "arm 2: adapt the specialized model", deps: []string{"specialize"}, key: x.trainKey(2),
+			outputs: []string{"arm2", "arm2.tmp"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.adapt(ctx, s, "spec", "arm2", 2) }},
 		{name: "eval-arm2", title: "arm 2: evaluate", deps: []string{"train-arm2"}, key: evalKey,
 			outputs: []string{"eval/arm2.jsonl"}, resumable: true, run: func(ctx context.Context, s *stepRun) error { return x.eval(ctx, s, 2) }},
 		{name: "time", title: "time the three arms in turn on each held-out record", deps: []string{"eval-arm0", "eval-arm1", "eval-arm2"}, key: timeKey,
@@ -480,12 +492,12 @@ func pickShots(train []Example, n int) []Example {
 // killed, the machine gone) finds that state in to.tmp on the rerun and continues with
 // --resume, which gives the bits an unbroken run gives (train.TestResume). Run removes
 // to.tmp when the step's options changed, so a resumed state is always this step's.
-func (x *runner) adapt(ctx context.Context, s *stepRun, from, to string) error {
+func (x *runner) adapt(ctx context.Context, s *stepRun, from, to string, arm int) error {
 	tmp := x.path(to + ".tmp")
 	state := filepath.Join(tmp, trainerState)
 	var out bytes.Buffer
-	args := append([]string{"adapt", "--model", x.path(from)}, x.trainArgs()...)
-	args = append(args, "--out", tmp, "--checkpoint-every", strconv.Itoa(max(1, x.o.Steps/10)))
+	args := append([]string{"adapt", "--model", x.path(from)}, x.trainArgs(arm)...)
+	args = append(args, "--out", tmp, "--checkpoint-every", strconv.Itoa(max(1, x.o.steps(arm)/10)))
 	if _, err := os.Stat(state); err == nil {
 		fmt.Fprintf(s.log, "continuing from the trainer state in %s\n", state)
 		args = append(args, "--resume")

@@ -443,7 +443,15 @@ func (r *Report) markdown(held []Example, recs [3][]Record) string {
 	fmt.Fprintf(&b, "- Data: `tokenwise corpus --task debian` (seed %d, apt lists %v): train %d records (of the first %d; %d in the split), validation %d, held-out %d (of the first %d; %d in the split); kept: ChatML prompt + answer within %d base tokens.\n",
 		o.Seed, o.Apt, r.Corpus.Train.Kept, r.Corpus.Train.Seen, r.Corpus.Train.Available, r.Corpus.Validation.Kept, r.Corpus.HeldOut.Kept, r.Corpus.HeldOut.Seen, r.Corpus.HeldOut.Available, o.SeqLen)
 	fmt.Fprintf(&b, "- Arm 0: the base model (%s) with %d few-shot example(s) from train before each prompt, untrained.\n", o.DType, o.Shots)
-	fmt.Fprintf(&b, "- Arms 1 and 2: `tokenwise adapt` with the same records, order and flags: %d steps × %d sequences, lr %g, trainable `%s`, seed %d.\n", o.Steps, o.Batch, o.LR, o.Trainable, o.Seed)
+	trainer := "`tokenwise adapt`"
+	if o.AdaptWith != "" {
+		trainer = "`" + o.AdaptWith + "`"
+	}
+	if o.Arm2Steps > 0 && o.Arm2Steps != o.Steps {
+		fmt.Fprintf(&b, "- Arms 1 and 2: %s with the same records, order and flags but the steps: %d steps (arm 1), %d (arm 2, --arm2-steps) × %d sequences, lr %g, trainable `%s`, seed %d.\n", trainer, o.Steps, o.Arm2Steps, o.Batch, o.LR, o.Trainable, o.Seed)
+	} else {
+		fmt.Fprintf(&b, "- Arms 1 and 2: %s with the same records, order and flags: %d steps × %d sequences, lr %g, trainable `%s`, seed %d.\n", trainer, o.Steps, o.Batch, o.LR, o.Trainable, o.Seed)
+	}
 	if r.Spec != nil {
 		fmt.Fprintf(&b, "- Arm 2's vocabulary: `tokenwise specialize --prune --add %d --init %s`: %d -> %d ids (%d kept, %d new merges, %d added tokens).\n",
 			o.Add, o.Init, r.Spec.VocabBefore, r.Spec.VocabAfter, r.Spec.Kept, r.Spec.NewMerges, r.Spec.NewAdded)

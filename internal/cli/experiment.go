@@ -130,6 +130,7 @@ Flags given with --quick override its sizes.`,
 	f.BoolVar(&o.Apt, "apt", o.Apt, "also the apt lists' package records (tokenwise corpus --apt); false: the installed packages only")
 	f.StringVar(&o.DType, "dtype", o.DType, "dtype of the exported base and of the trained checkpoints: bf16 or f32")
 	f.IntVar(&o.Steps, "steps", o.Steps, "optimizer steps of each arm's adapt")
+	f.IntVar(&o.Arm2Steps, "arm2-steps", 0, "arm 2's steps, if not --steps (its sequences are shorter: equal training tokens take more steps)")
 	f.IntVar(&o.Batch, "batch", o.Batch, "sequences per step")
 	f.IntVar(&o.SeqLen, "seq-len", o.SeqLen, "records longer than this many base tokens are left out")
 	f.Float64Var(&o.LR, "lr", o.LR, "peak learning rate")

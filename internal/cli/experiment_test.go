@@ -288,6 +288,18 @@ func TestExperimentEndToEnd(t *testing.T) {
 		}
 	}
 
+	// --arm2-steps retrains arm 2 alone, for that many steps.
+	_, stderr = mustRunErr(t, args(w1, "--arm2-steps", "3")...)
+	if !hasLine(stderr, "fine-tune", "skipped") || !hasLine(stderr, "arm 2: adapt", "done") || !hasLine(stderr, "arm 2: evaluate", "done") {
+		t.Errorf("--arm2-steps 3:\n%s", stderr)
+	}
+	if a, err := os.ReadFile(filepath.Join(w1, "arm2", "adapt.txt")); err != nil || !strings.Contains(string(a), "adapt: 3 steps") {
+		t.Errorf("arm 2 after --arm2-steps 3: %q (%v)", a, err)
+	}
+	if md, err := os.ReadFile(filepath.Join(w1, "report.md")); err != nil || !strings.Contains(string(md), "2 steps (arm 1), 3 (arm 2, --arm2-steps)") {
+		t.Errorf("report does not give the arms' steps: %v", err)
+	}
+
 	if _, _, err := run(t, "", "experiment", "--model", gguf, "--work", filepath.Join(tmp, "w3"), "--dtype", "f16"); err == nil || !strings.Contains(err.Error(), "--dtype") {
 		t.Errorf("--dtype f16: %v", err)
 	}
