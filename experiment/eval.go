@@ -171,14 +171,18 @@ func evaluate(ctx context.Context, dir, path string, exs []Example, o evalOption
 		}
 	}()
 	go func() { wg.Wait(); close(results) }()
+	// fail stops the workers and waits for them (they close their models) before returning.
+	fail := func(err error) ([]Record, error) {
+		cancel()
+		for range results {
+		}
+		return nil, err
+	}
 	out := done
 	pending := map[int]Record{}
 	for res := range results {
 		if res.err != nil {
-			cancel()
-			for range results {
-			}
-			return nil, res.err
+			return fail(res.err)
 		}
 		pending[res.r.Index] = res.r
 		for {
@@ -188,14 +192,11 @@ func evaluate(ctx context.Context, dir, path string, exs []Example, o evalOption
 			}
 			delete(pending, r.Index)
 			line, err := json.Marshal(r)
-			if err != nil {
-				return nil, err
+			if err == nil {
+				_, err = f.Write(append(line, '\n'))
 			}
-			if _, err := f.Write(append(line, '\n')); err != nil {
-				cancel()
-				for range results {
-				}
-				return nil, err
+			if err != nil {
+				return fail(err)
 			}
 			out = append(out, r)
 			if progress != nil {

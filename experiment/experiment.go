@@ -121,7 +121,7 @@ func (o *Options) validate() error {
 	case o.Train < 1 || o.HeldOut < 1:
 		return fmt.Errorf("experiment: --train %d, --held-out %d: want at least 1 each", o.Train, o.HeldOut)
 	case o.Steps < 1 || o.Arm2Steps < 0 || o.Batch < 1 || o.SeqLen < 16:
-		return fmt.Errorf("experiment: --steps %d, --batch %d, --seq-len %d: want steps and batch >= 1, seq-len >= 16", o.Steps, o.Batch, o.SeqLen)
+		return fmt.Errorf("experiment: --steps %d, --arm2-steps %d, --batch %d, --seq-len %d: want steps and batch >= 1, arm2-steps >= 0, seq-len >= 16", o.Steps, o.Arm2Steps, o.Batch, o.SeqLen)
 	case o.Add < 0 || o.Shots < 0 || o.MaxTokens < 1:
 		return fmt.Errorf("experiment: --add %d, --shots %d, --max-tokens %d: want add and shots >= 0, max-tokens >= 1", o.Add, o.Shots, o.MaxTokens)
 	case o.DType != "bf16" && o.DType != "f32":
@@ -254,8 +254,8 @@ func (x *runner) fingerprint(st step) string {
 
 func (x *runner) path(p ...string) string { return filepath.Join(append([]string{x.work}, p...)...) }
 
-// steps is an arm's optimizer steps: Steps, or Arm2Steps for arm 2 where set.
-func (o *Options) steps(arm int) int {
+// armSteps is an arm's optimizer steps: Steps, or Arm2Steps for arm 2 where set.
+func (o *Options) armSteps(arm int) int {
 	if arm == 2 && o.Arm2Steps > 0 {
 		return o.Arm2Steps
 	}
@@ -267,7 +267,7 @@ func (o *Options) steps(arm int) int {
 func (x *runner) trainArgs(arm int) []string {
 	o := x.o
 	return []string{"--corpus", x.path("data", "train.jsonl"), "--eval", x.path("data", "validation.jsonl"),
-		"--eval-max", strconv.Itoa(o.EvalMax), "--steps", strconv.Itoa(o.steps(arm)), "--batch", strconv.Itoa(o.Batch),
+		"--eval-max", strconv.Itoa(o.EvalMax), "--steps", strconv.Itoa(o.armSteps(arm)), "--batch", strconv.Itoa(o.Batch),
 		"--seq-len", strconv.Itoa(o.SeqLen), "--lr", strconv.FormatFloat(o.LR, 'g', -1, 64), "--trainable", o.Trainable,
 		"--seed", strconv.FormatUint(o.Seed, 10), "--threads", strconv.Itoa(o.Threads), "--dtype", o.DType}
 }
@@ -497,7 +497,7 @@ func (x *runner) adapt(ctx context.Context, s *stepRun, from, to string, arm int
 	state := filepath.Join(tmp, trainerState)
 	var out bytes.Buffer
 	args := append([]string{"adapt", "--model", x.path(from)}, x.trainArgs(arm)...)
-	args = append(args, "--out", tmp, "--checkpoint-every", strconv.Itoa(max(1, x.o.steps(arm)/10)))
+	args = append(args, "--out", tmp, "--checkpoint-every", strconv.Itoa(max(1, x.o.armSteps(arm)/10)))
 	if _, err := os.Stat(state); err == nil {
 		fmt.Fprintf(s.log, "continuing from the trainer state in %s\n", state)
 		args = append(args, "--resume")

@@ -447,11 +447,11 @@ func (r *Report) markdown(held []Example, recs [3][]Record) string {
 	if o.AdaptWith != "" {
 		trainer = "`" + o.AdaptWith + "`"
 	}
-	if o.Arm2Steps > 0 && o.Arm2Steps != o.Steps {
-		fmt.Fprintf(&b, "- Arms 1 and 2: %s with the same records, order and flags but the steps: %d steps (arm 1), %d (arm 2, --arm2-steps) × %d sequences, lr %g, trainable `%s`, seed %d.\n", trainer, o.Steps, o.Arm2Steps, o.Batch, o.LR, o.Trainable, o.Seed)
-	} else {
-		fmt.Fprintf(&b, "- Arms 1 and 2: %s with the same records, order and flags: %d steps × %d sequences, lr %g, trainable `%s`, seed %d.\n", trainer, o.Steps, o.Batch, o.LR, o.Trainable, o.Seed)
+	same, steps := "", fmt.Sprintf("%d steps", o.Steps)
+	if o.armSteps(2) != o.Steps {
+		same, steps = " but the steps", fmt.Sprintf("%d steps (arm 1), %d (arm 2, --arm2-steps)", o.Steps, o.Arm2Steps)
 	}
+	fmt.Fprintf(&b, "- Arms 1 and 2: %s with the same records, order and flags%s: %s × %d sequences, lr %g, trainable `%s`, seed %d.\n", trainer, same, steps, o.Batch, o.LR, o.Trainable, o.Seed)
 	if r.Spec != nil {
 		fmt.Fprintf(&b, "- Arm 2's vocabulary: `tokenwise specialize --prune --add %d --init %s`: %d -> %d ids (%d kept, %d new merges, %d added tokens).\n",
 			o.Add, o.Init, r.Spec.VocabBefore, r.Spec.VocabAfter, r.Spec.Kept, r.Spec.NewMerges, r.Spec.NewAdded)

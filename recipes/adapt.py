@@ -31,6 +31,7 @@ so the two give close, not identical, weights.
 """
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -199,7 +200,6 @@ def save(model, src, out, dtype, tied, acc):
     m = acc.unwrap_model(model)
     if hasattr(m, "merge_and_unload"):
         # Merge a copy: the training model keeps its adapters for the steps still to come.
-        import copy
         m = copy.deepcopy(m).merge_and_unload()
     sd = {k: v.detach().to(dtype).contiguous().cpu() for k, v in m.state_dict().items()}
     if tied:
@@ -328,7 +328,7 @@ def main():
 
     order = batches(data, per * acc.num_processes, a.seed, epoch)
     stop = a.stop_at if 0 < a.stop_at < a.steps else a.steps
-    start, toks, last = time.time(), 0, float("nan")
+    start, first, toks, last = time.time(), step, 0, float("nan")
     trainable = [p for _, p in params]
     while step < stop:
         lr = schedule(step, a)
@@ -375,7 +375,8 @@ def main():
     save(model, a.model, a.out, torch.bfloat16 if a.dtype == "bf16" else torch.float32, tied, acc)
     toks = int(acc.reduce(torch.tensor(toks, device=dev), "sum"))
     if acc.is_main_process:
-        print(f"adapt: {step} steps in {round(el)}s ({toks / max(el, 1e-9):.0f} tokens/s), final train loss {last:.4f}")
+        # As tokenwise adapt: the steps this run took (a resumed run counts from its state).
+        print(f"adapt: {step - first} steps in {round(el)}s ({toks / max(el, 1e-9):.0f} tokens/s), final train loss {last:.4f}")
     if held_seqs:
         after = held_out_loss(model, held_seqs, pad_id, dev, acc)
         if acc.is_main_process:

@@ -154,7 +154,7 @@ func writeDraftIndex(dir string, docs []specialize.Doc) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	x := spec.NewIndex(3, draftIndexEntries)
+	x := newDraftIndex()
 	n := 0
 	for _, d := range docs {
 		if d.Side == specialize.Output {
@@ -171,6 +171,10 @@ func writeDraftIndex(dir string, docs []specialize.Doc) (int, error) {
 // draftIndexEntries bounds the index: 256k contexts, about 25 MB in memory and 13 MB on
 // disk at most, which a domain's few thousand answers do not reach.
 const draftIndexEntries = 1 << 18
+
+// newDraftIndex is an empty domain index as specialize writes it and serve starts one:
+// contexts of up to three tokens, at most draftIndexEntries of them.
+func newDraftIndex() *spec.Index { return spec.NewIndex(3, draftIndexEntries) }
 
 // adaptNotice says what a model with new tokens needs before it answers well.
 func adaptNotice(n int, out string, corpus []string) string {

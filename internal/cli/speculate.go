@@ -38,7 +38,7 @@ func proposers(list, indexPath, model string, learn bool) (c spec.Chain, note st
 		idx, err = spec.ReadIndexFile(indexPath)
 		switch {
 		case err != nil && learn && !named && errors.Is(err, os.ErrNotExist):
-			idx = spec.NewIndex(3, draftIndexEntries)
+			idx = newDraftIndex()
 			note = fmt.Sprintf("no %s: the domain index starts empty and learns from the answers served (at most %d contexts)", indexPath, draftIndexEntries)
 		case err != nil:
 			return nil, "", fmt.Errorf("--speculate domain: %w", err)
