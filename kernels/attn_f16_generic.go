@@ -9,3 +9,7 @@ func simdRoundF16(x []float32) bool { return false }
 func simdMadRoundF16(y []float32, a float32, x []uint16) bool { return false }
 
 func simdScaleRoundF16(y []float32, a float32) bool { return false }
+
+func simdAttendF32(out, q, k, v []float32, rows []int32, off, stride int, scale float32, scores []float32) bool {
+	return false
+}

@@ -206,24 +206,3 @@ func (r *Rope) Angles(cos, sin []float32, pos int) {
 		theta *= r.ThetaScale
 	}
 }
-
-// AttendF32 writes into out the attention of one query head q over the cached positions
-// whose rows are rows, in order, of an f32 cache: position j's key and value are
-// k[rows[j]·stride+off:][:len(q)] and the same slice of v. Scores are q·key·scale,
-// softmaxed (Softmax), and out is the weighted sum of the values; scores is scratch of at
-// least len(rows). The model's attention over an f32 cache and its calibration both call
-// it.
-func AttendF32(out, q, k, v []float32, rows []int32, off, stride int, scale float32, scores []float32) {
-	hd := len(q)
-	scores = scores[:len(rows)]
-	for j, r := range rows {
-		at := int(r)*stride + off
-		scores[j] = Dot(q, k[at:at+hd]) * scale
-	}
-	Softmax(scores)
-	clear(out)
-	for j, w := range scores {
-		at := int(rows[j])*stride + off
-		AddScaled(out, w, v[at:at+hd])
-	}
-}

@@ -1,0 +1,36 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkAttendF32 is one query head of SmolLM2's shape (head dim 64, 3 KV heads) over
+// n cached positions of an f32 cache: the attention a decode or verify step does per head.
+func BenchmarkAttendF32(b *testing.B) {
+	const hd, kvDim = 64, 192
+	for _, n := range []int{64, 256, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			k, v := make([]float32, n*kvDim), make([]float32, n*kvDim)
+			for i := range k {
+				k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			q, out := make([]float32, hd), make([]float32, hd)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			rows := make([]int32, n)
+			for i := range rows {
+				rows[i] = int32(i)
+			}
+			scores := make([]float32, n)
+			b.ResetTimer()
+			for range b.N {
+				AttendF32(out, q, k, v, rows, hd, kvDim, 0.125, scores)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/position")
+		})
+	}
+}

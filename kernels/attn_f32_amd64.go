@@ -1,0 +1,185 @@
+//go:build goexperiment.simd && amd64
+
+package kernels
+
+import (
+	"math"
+	"simd/archsimd"
+	"unsafe"
+)
+
+// simdAttendF32 is AttendF32 in AVX2 for head sizes that are a multiple of 8: scores eight
+// positions at a time (eight key rows against q, each in one accumulator, reduced together
+// by two rounds of horizontal adds), the softmax eight scores at a time with expGGML's
+// operations, and the weighted sum with the output's 64 values held in eight registers
+// across all positions. Same bits as attendF32Ref.
+func simdAttendF32(out, q, k, v []float32, rows []int32, off, stride int, scale float32, scores []float32) bool {
+	hd := len(q)
+	if !useSIMD || hd%8 != 0 {
+		return false
+	}
+	// Bounds, checked once: every row's slices lie inside k and v.
+	var hi int32
+	for _, r := range rows {
+		hi = max(hi, r)
+		if r < 0 {
+			panic("kernels: negative cache row")
+		}
+	}
+	if end := int(hi)*stride + off + hd; end > len(k) || end > len(v) || off < 0 {
+		panic("kernels: cache row out of range")
+	}
+	mx := attnScores(q, k, rows, off, stride, scale, scores)
+	attnSoftmax(scores, mx, ggmlAVX512)
+	attnValues(out, v, rows, off, stride, scores)
+	return true
+}
+
+// attnScores fills scores and returns their maximum.
+func attnScores(q, k []float32, rows []int32, off, stride int, scale float32, scores []float32) float32 {
+	hd, n := len(q), len(rows)
+	pq, pk := unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(k))
+	row := func(j int) unsafe.Pointer { return unsafe.Add(pk, 4*(int(rows[j])*stride+off)) }
+	sc := archsimd.BroadcastFloat32x8(scale)
+	var tail [8]float32
+	mxv := archsimd.BroadcastFloat32x8(float32(math.Inf(-1)))
+	for j := 0; j < n; j += 8 {
+		var p [8]unsafe.Pointer
+		for r := range p {
+			p[r] = row(min(j+r, n-1)) // past the end: the last row again, its score dropped
+		}
+		p0, p1, p2, p3, p4, p5, p6, p7 := p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+		var a0, a1, a2, a3, a4, a5, a6, a7 archsimd.Float32x8
+		for d := 0; d < hd; d += 8 {
+			x := ldF32(pq, d)
+			a0 = ldF32(p0, d).MulAdd(x, a0)
+			a1 = ldF32(p1, d).MulAdd(x, a1)
+			a2 = ldF32(p2, d).MulAdd(x, a2)
+			a3 = ldF32(p3, d).MulAdd(x, a3)
+			a4 = ldF32(p4, d).MulAdd(x, a4)
+			a5 = ldF32(p5, d).MulAdd(x, a5)
+			a6 = ldF32(p6, d).MulAdd(x, a6)
+			a7 = ldF32(p7, d).MulAdd(x, a7)
+		}
+		// [r0, r1, r2, r3 | r4, r5, r6, r7] of row r's lanes: two rounds of pair adds give
+		// (l0+l1)+(l2+l3) in the low half and (l4+l5)+(l6+l7) in the high one.
+		g0 := a0.AddPairsGrouped(a1).AddPairsGrouped(a2.AddPairsGrouped(a3))
+		g1 := a4.AddPairsGrouped(a5).AddPairsGrouped(a6.AddPairsGrouped(a7))
+		s := g0.Select128FromPair(0, 2, g1).Add(g0.Select128FromPair(1, 3, g1)).Mul(sc)
+		if j+8 <= n {
+			s.Store((*[8]float32)(scores[j : j+8]))
+			mxv = mxv.Max(s)
+			continue
+		}
+		s.Store(&tail)
+		copy(scores[j:], tail[:n-j])
+		mxv.Store(&tail)
+		archsimd.ClearAVXUpperBits()
+		mx := tail[0]
+		for _, t := range tail[1:] {
+			mx = max(mx, t)
+		}
+		for _, t := range scores[j:] {
+			mx = max(mx, t)
+		}
+		return mx
+	}
+	mxv.Store(&tail)
+	archsimd.ClearAVXUpperBits()
+	mx := tail[0]
+	for _, t := range tail[1:] {
+		mx = max(mx, t)
+	}
+	return mx
+}
+
+// attnSoftmax turns scores into weights: e_j = attnExp(s_j − mx), then e_j·(1/Σe).
+// avx512 picks the variant of ggml's expf (expGGML).
+func attnSoftmax(scores []float32, mx float32, avx512 bool) {
+	n := len(scores)
+	ps := unsafe.Pointer(unsafe.SliceData(scores))
+	k := func(i int) archsimd.Float32x8 { return archsimd.LoadFloat32x8(&siluK[i]) }
+	m := archsimd.BroadcastFloat32x8(mx)
+	var sum archsimd.Float32x8
+	j := 0
+	for ; j+8 <= n; j += 8 {
+		x := ldF32(ps, j).Sub(m)
+		z := x.MulAdd(k(1), k(0))
+		nn := z.Sub(k(0))
+		neg := archsimd.Float32x8{}.Sub(nn)
+		b := neg.MulAdd(k(3), neg.MulAdd(k(2), x))
+		u := b.Mul(b)
+		h := k(4).MulAdd(b, k(5)).MulAdd(u, k(6).MulAdd(b, k(7)))
+		var e archsimd.Float32x8
+		if avx512 {
+			scale := nn.ConvertToInt32().Add(archsimd.BroadcastInt32x8(127)).ShiftAllLeft(23).AsFloat32x8()
+			e = h.MulAdd(u, k(8).MulAdd(b, k(9))).Mul(scale)
+		} else {
+			kk := z.AsUint32x8().ShiftAllLeft(23).Add(archsimd.BroadcastUint32x8(0x3f800000)).AsFloat32x8()
+			e = h.MulAdd(u, k(8).Mul(b)).MulAdd(kk, kk)
+		}
+		e = e.Masked(nn.GreaterEqual(k(11))) // under 2⁻¹²⁶: zero
+		e.Store((*[8]float32)(unsafe.Add(ps, 4*j)))
+		sum = sum.Add(e)
+	}
+	var l [8]float32
+	sum.Store(&l)
+	archsimd.ClearAVXUpperBits()
+	for ; j < n; j++ {
+		e := attnExp(scores[j] - mx)
+		scores[j] = e
+		l[j%8] += e
+	}
+	inv := archsimd.BroadcastFloat32x8(1 / tree8(&l))
+	j = 0
+	for ; j+8 <= n; j += 8 {
+		p := (*[8]float32)(unsafe.Add(ps, 4*j))
+		archsimd.LoadFloat32x8(p).Mul(inv).Store(p)
+	}
+	var t [8]float32
+	inv.Store(&t)
+	archsimd.ClearAVXUpperBits()
+	for ; j < n; j++ {
+		scores[j] *= t[0]
+	}
+}
+
+// attnValues writes out = Σ_j w_j·v_j (w in scores), 64 output values at a time in eight
+// registers, then any last 8-wide columns one register at a time.
+func attnValues(out, v []float32, rows []int32, off, stride int, w []float32) {
+	hd := len(out)
+	po, pv := unsafe.Pointer(unsafe.SliceData(out)), unsafe.Pointer(unsafe.SliceData(v))
+	c := 0
+	for ; c+64 <= hd; c += 64 {
+		var o0, o1, o2, o3, o4, o5, o6, o7 archsimd.Float32x8
+		for j, r := range rows {
+			x := archsimd.BroadcastFloat32x8(w[j])
+			p := unsafe.Add(pv, 4*(int(r)*stride+off+c))
+			o0 = ldF32(p, 0).MulAdd(x, o0)
+			o1 = ldF32(p, 8).MulAdd(x, o1)
+			o2 = ldF32(p, 16).MulAdd(x, o2)
+			o3 = ldF32(p, 24).MulAdd(x, o3)
+			o4 = ldF32(p, 32).MulAdd(x, o4)
+			o5 = ldF32(p, 40).MulAdd(x, o5)
+			o6 = ldF32(p, 48).MulAdd(x, o6)
+			o7 = ldF32(p, 56).MulAdd(x, o7)
+		}
+		p := unsafe.Add(po, 4*c)
+		o0.Store((*[8]float32)(p))
+		o1.Store((*[8]float32)(unsafe.Add(p, 32)))
+		o2.Store((*[8]float32)(unsafe.Add(p, 64)))
+		o3.Store((*[8]float32)(unsafe.Add(p, 96)))
+		o4.Store((*[8]float32)(unsafe.Add(p, 128)))
+		o5.Store((*[8]float32)(unsafe.Add(p, 160)))
+		o6.Store((*[8]float32)(unsafe.Add(p, 192)))
+		o7.Store((*[8]float32)(unsafe.Add(p, 224)))
+	}
+	for ; c < hd; c += 8 {
+		var o archsimd.Float32x8
+		for j, r := range rows {
+			o = ldF32(unsafe.Add(pv, 4*(int(r)*stride+off+c)), 0).MulAdd(archsimd.BroadcastFloat32x8(w[j]), o)
+		}
+		o.Store((*[8]float32)(unsafe.Add(po, 4*c)))
+	}
+	archsimd.ClearAVXUpperBits()
+}

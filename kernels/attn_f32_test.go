@@ -1,0 +1,105 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// attnCase is an f32 cache of n positions (rows shuffled, as paged blocks leave them) and
+// a query of head size hd, with scores spread wide enough that some weights underflow.
+func attnCase(r *rand.Rand, n, hd, spread int) (q, k, v []float32, rows []int32, off, stride int) {
+	off, stride = hd, 3*hd+8 // the second of three KV heads, rows padded
+	k, v = make([]float32, (n+3)*stride), make([]float32, (n+3)*stride)
+	for i := range k {
+		k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+	}
+	q = make([]float32, hd)
+	for i := range q {
+		q[i] = float32(r.NormFloat64() * float64(spread))
+	}
+	rows = make([]int32, n)
+	for i, p := range r.Perm(n + 3)[:n] {
+		rows[i] = int32(p)
+	}
+	return
+}
+
+// The AVX2 kernel gives attendF32Ref's bits for every length (each tail of the eight-wide
+// loops), head sizes with and without a 64-wide block, both variants of ggml's expf, and
+// scores that underflow; and both are attention: within 1e-5 of a float64 softmax.
+func TestAttendF32SIMDEqualsRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	defer func(v bool) { ggmlAVX512 = v }(ggmlAVX512)
+	simd := 0
+	for _, hd := range []int{8, 24, 64, 80, 128, 136} {
+		for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 63, 100, 301} {
+			for _, spread := range []int{1, 8} {
+				for _, avx512 := range []bool{true, false} {
+					ggmlAVX512 = avx512
+					q, k, v, rows, off, stride := attnCase(r, n, hd, spread)
+					scale := float32(1 / math.Sqrt(float64(hd)))
+					want, got := make([]float32, hd), make([]float32, hd)
+					attendF32Ref(want, q, k, v, rows, off, stride, scale, make([]float32, n))
+					name := fmt.Sprintf("hd %d n %d spread %d avx512 %v", hd, n, spread, avx512)
+					if simdAttendF32(got, q, k, v, rows, off, stride, scale, make([]float32, n)) {
+						simd++
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%s: out[%d] = %v, reference %v", name, i, got[i], want[i])
+							}
+						}
+					}
+					// Against attention in float64.
+					s := make([]float64, n)
+					mx := math.Inf(-1)
+					for j, row := range rows {
+						for d := range q {
+							s[j] += float64(q[d]) * float64(k[int(row)*stride+off+d])
+						}
+						s[j] *= float64(scale)
+						mx = max(mx, s[j])
+					}
+					var sum float64
+					for j := range s {
+						s[j] = math.Exp(s[j] - mx)
+						sum += s[j]
+					}
+					for d := range q {
+						var o float64
+						for j, row := range rows {
+							o += s[j] / sum * float64(v[int(row)*stride+off+d])
+						}
+						if math.Abs(o-float64(want[d])) > 1e-5*(1+math.Abs(o)) {
+							t.Fatalf("%s: out[%d] = %v, float64 attention %v", name, d, want[d], o)
+						}
+					}
+				}
+			}
+		}
+	}
+	if useSIMD && simd == 0 {
+		t.Fatal("the SIMD kernel ran no case")
+	}
+	t.Logf("%d cases through the SIMD kernel", simd)
+}
+
+// attnExp is expGGML down to ggml's exponent step −126 (x ≈ −87.68), and zero past it.
+func TestAttnExp(t *testing.T) {
+	for _, x := range []float32{0, -1, -10.5, -87, -87.3, -87.4, -87.67, -87.7, -100, -1e30, float32(math.Inf(-1))} {
+		got := attnExp(x)
+		want := expGGML(x)
+		if x < -87.68 {
+			want = 0
+		} else if want == 0 {
+			t.Fatalf("expGGML(%v) = 0", x)
+		}
+		if got != want {
+			t.Errorf("attnExp(%v) = %v, want %v", x, got, want)
+		}
+	}
+	if got := attnExp(float32(math.NaN())); got != 0 {
+		t.Errorf("attnExp(NaN) = %v, want 0", got)
+	}
+}
