@@ -144,12 +144,17 @@ fi
 python3 - "$results" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-plain = {(r["label"].split()[0], r["kind"], r["schema"], r["streams"]): r for r in rows if r["label"].endswith(" off")}
+# Each speculating run against the plain run of the same engine, kind, schema and streams
+# that came last before it: at one stream its alternating partner (a later mode's own plain
+# run must not stand in for an earlier one's).
+plain = {}
 print("\nspeedup over the same engine's plain decoding (output tokens/s):")
 for r in rows:
+    key = (r["label"].split()[0], r["kind"], r["schema"], r["streams"])
     if r["label"].endswith(" off"):
+        plain[key] = r
         continue
-    p = plain.get((r["label"].split()[0], r["kind"], r["schema"], r["streams"]))
+    p = plain.get(key)
     if p:
         print(f'  {r["label"]:24} {r["kind"]:10} schema={str(r["schema"]):5} streams={r["streams"]:2}: '
               f'{r["output_tok_s"] / p["output_tok_s"]:.2f}x ({p["output_tok_s"]} -> {r["output_tok_s"]} tok/s), '
