@@ -76,7 +76,6 @@ func tree8(l *[8]float32) float32 {
 // for NaN: a softmax weight that small is nothing beside the largest, which is 1.
 func attnExp(x float32) float32 {
 	if !(fma32(x, 0x1.715476p+0, 0x1.8p23)-0x1.8p23 >= -126) { // NaN too, as the vector code
-
 		return 0
 	}
 	return expGGML(x)

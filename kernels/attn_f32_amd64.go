@@ -41,8 +41,8 @@ func attnScores(q, k []float32, rows []int32, off, stride int, scale float32, sc
 	pq, pk := unsafe.Pointer(unsafe.SliceData(q)), unsafe.Pointer(unsafe.SliceData(k))
 	row := func(j int) unsafe.Pointer { return unsafe.Add(pk, 4*(int(rows[j])*stride+off)) }
 	sc := archsimd.BroadcastFloat32x8(scale)
-	var tail [8]float32
 	mxv := archsimd.BroadcastFloat32x8(float32(math.Inf(-1)))
+	var tail [8]float32
 	for j := 0; j < n; j += 8 {
 		var p [8]unsafe.Pointer
 		for r := range p {
@@ -66,28 +66,21 @@ func attnScores(q, k []float32, rows []int32, off, stride int, scale float32, sc
 		g0 := a0.AddPairsGrouped(a1).AddPairsGrouped(a2.AddPairsGrouped(a3))
 		g1 := a4.AddPairsGrouped(a5).AddPairsGrouped(a6.AddPairsGrouped(a7))
 		s := g0.Select128FromPair(0, 2, g1).Add(g0.Select128FromPair(1, 3, g1)).Mul(sc)
-		if j+8 <= n {
-			s.Store((*[8]float32)(scores[j : j+8]))
-			mxv = mxv.Max(s)
-			continue
+		if j+8 > n { // the last, partial group: its scores go through tail, the max below
+			s.Store(&tail)
+			copy(scores[j:], tail[:n-j])
+			break
 		}
-		s.Store(&tail)
-		copy(scores[j:], tail[:n-j])
-		mxv.Store(&tail)
-		archsimd.ClearAVXUpperBits()
-		mx := tail[0]
-		for _, t := range tail[1:] {
-			mx = max(mx, t)
-		}
-		for _, t := range scores[j:] {
-			mx = max(mx, t)
-		}
-		return mx
+		s.Store((*[8]float32)(scores[j : j+8]))
+		mxv = mxv.Max(s)
 	}
 	mxv.Store(&tail)
 	archsimd.ClearAVXUpperBits()
 	mx := tail[0]
 	for _, t := range tail[1:] {
+		mx = max(mx, t)
+	}
+	for _, t := range scores[n&^7:] {
 		mx = max(mx, t)
 	}
 	return mx
@@ -130,17 +123,16 @@ func attnSoftmax(scores []float32, mx float32, avx512 bool) {
 		scores[j] = e
 		l[j%8] += e
 	}
-	inv := archsimd.BroadcastFloat32x8(1 / tree8(&l))
+	inv := 1 / tree8(&l)
+	iv := archsimd.BroadcastFloat32x8(inv)
 	j = 0
 	for ; j+8 <= n; j += 8 {
 		p := (*[8]float32)(unsafe.Add(ps, 4*j))
-		archsimd.LoadFloat32x8(p).Mul(inv).Store(p)
+		archsimd.LoadFloat32x8(p).Mul(iv).Store(p)
 	}
-	var t [8]float32
-	inv.Store(&t)
 	archsimd.ClearAVXUpperBits()
 	for ; j < n; j++ {
-		scores[j] *= t[0]
+		scores[j] *= inv
 	}
 }
 
