@@ -86,10 +86,14 @@ run() { # run ENGINE MODE KIND STREAMS [--schema]: a run on the server at PORT
 # shared VM the machine's speed drifts by 5-25% from one minute to the next, more than some
 # of the effects measured, and alternating puts the drift on both alike. More streams: one
 # run after the other (both servers up, one busy at a time).
+# Each mode gets a fresh plain server beside its speculating one: both start with an empty
+# prefix cache, so neither reads the prompts' prefill from a cache the other lacks (a plain
+# server kept across modes had every prompt cached by the second mode, and its requests
+# skipped the ~80 ms prefill its partner paid).
 port2=$((PORT + 1))
-up "$PORT" "$out/tokenwise-off.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate off
-off=$last
 for mode in ${MODES:-prompt prompt,schema}; do
+	up "$PORT" "$out/tokenwise-off.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS" --max-seqs 16 --speculate off
+	off=$last
 	up "$port2" "$out/tokenwise-$mode.log" "$tw" serve --model "$model" --port "$port2" --threads "$THREADS" --max-seqs 16 --speculate "$mode"
 	grep -h "decode steps measured" "$out/tokenwise-$mode.log" >&2 || true
 	for kind in $KINDS; do
@@ -119,8 +123,8 @@ for mode in ${MODES:-prompt prompt,schema}; do
 		done
 	done
 	down "$last"
+	down "$off"
 done
-down "$off"
 if [ "$LLAMA" = 1 ]; then
 	# The prompts as tokenwise renders SmolLM2's chat template, for llama.cpp to read as text.
 	up "$PORT" "$out/tokenwise.log" "$tw" serve --model "$model" --port "$PORT" --threads "$THREADS"
