@@ -17,6 +17,7 @@
 #   N=8 KINDS=extraction STREAMS=1 LLAMA=0 scripts/bench-speculate.sh
 #   MODES="prompt prompt,domain" ...   # the speculating servers (default "prompt prompt,schema");
 #                                      # domain: an index of the answers served, from empty
+#   ROUNDS=3 ...                       # plain/speculating pairs at more than one stream (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-16}
@@ -115,9 +116,14 @@ for mode in ${MODES:-prompt prompt,schema}; do
 					python3 tests/speculate/workload.py "http://localhost:$PORT" "$kind" "$N" 1 $v --label "tokenwise off" \
 						--alt "http://localhost:$port2" --alt-label "tokenwise $mode" | tee -a "$results"
 				else
-					run tokenwise off "$kind" "$s" $v
-					python3 tests/speculate/workload.py "http://localhost:$port2" "$kind" "$N" "$s" $v --label "tokenwise $mode" \
-						--ref "$out/ref-tokenwise-$kind$v-$s.json" | tee -a "$results"
+					# Concurrent streams cannot alternate request by request: plain and
+					# speculating runs alternate instead, ROUNDS pairs (default 2), each
+					# speculating run against the plain run just before it.
+					for _ in $(seq "${ROUNDS:-2}"); do
+						run tokenwise off "$kind" "$s" $v
+						python3 tests/speculate/workload.py "http://localhost:$port2" "$kind" "$N" "$s" $v --label "tokenwise $mode" \
+							--ref "$out/ref-tokenwise-$kind$v-$s.json" | tee -a "$results"
+					done
 				fi
 			done
 		done
