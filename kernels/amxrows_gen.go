@@ -134,9 +134,9 @@ func nibbles() {
 // tokens overlap (the integer sum is exact, so the order changes no bit). BenchmarkSmallN,
 // Q4_1 1536×576 on two threads, Xeon Emerald Rapids: 18.5 → 16.1 µs at two tokens, 25.2 →
 // 21.3 at three, 55.8 → 45.8 at eight; one token unchanged (12.9); four chains gain nothing
-// more. (An AMX tile kernel for 2..8 tokens, one TDPBSUD per block, was slower below six
-// tokens: 40-50 µs for that matrix whatever the tokens, its tile loads, products and stores
-// running one after the other.)
+// more. (An AMX tile kernel for 2..8 tokens, one TDPBSUD per block, was slower on that
+// matrix at every count, 46–61 µs against 16–47, its tile loads, products and stores running
+// one after the other: docs/kernels.md.)
 func blockSum(t int, regs []int) {
 	p("VPXORD Z22, Z22, Z22")
 	p("VPXORD Z25, Z25, Z25")

@@ -85,8 +85,8 @@ run() { # run ENGINE MODE KIND STREAMS [--schema]: a run on the server at PORT
 # One stream: the plain server and the speculating one are up side by side and the requests
 # alternate between them (workload.py --alt), each side timed by its own requests: on a
 # shared VM the machine's speed drifts by 5-25% from one minute to the next, more than some
-# of the effects measured, and alternating puts the drift on both alike. More streams: one
-# run after the other (both servers up, one busy at a time).
+# of the effects measured, and alternating puts the drift on both alike. More streams: runs
+# one after the other in alternating pairs (both servers up, one busy at a time).
 # Each mode gets a fresh plain server beside its speculating one: both start with an empty
 # prefix cache, so neither reads the prompts' prefill from a cache the other lacks (a plain
 # server kept across modes had every prompt cached by the second mode, and its requests
