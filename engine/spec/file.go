@@ -105,21 +105,36 @@ func ReadIndexFile(path string) (*Index, error) {
 // "domain" (the draft index; needs one), or "off"/"" for none. "schema" (the grammar's
 // forced text, engine.Request.SchemaDrafts) is the engine's, not a proposer: it is accepted
 // here and reported by SchemaDrafts.
+//
+// With both prompt and domain, whichever order they are named in, the draft comes from the
+// longer evidence: prompt lookup where the sequence's last two or three tokens occurred
+// before (a copy in progress), else the domain index (up to its order of context, backing
+// off), else prompt lookup on the last token alone. Prompt lookup first, then the index, let
+// a single repeated token (a quote, a comma) override the index's three-token context. On
+// the bench's greedy SmolLM2 answers replayed through both (`go test ./engine -run '^$'
+// -bench DraftReplay`, four drafts a step), decode steps per output token went 0.370 →
+// 0.342 on extraction, 0.382 → 0.347 on code-edit and 0.312 → 0.299 on free writing; the
+// index first and prompt lookup after did better on code-edit (0.320) and worse on free
+// writing (0.345).
 func Proposers(list string, index *Index) (Chain, error) {
 	var c Chain
+	prompt, domain := false, false
 	for _, name := range strings.Split(list, ",") {
 		switch strings.TrimSpace(name) {
 		case "", "off", "none", "schema":
 		case "prompt":
-			c = append(c, PromptLookup{})
+			c, prompt = append(c, PromptLookup{}), true
 		case "domain":
 			if index == nil {
 				return nil, errors.New("domain: no draft index (a specialized model's " + DraftIndexFile + ", or --draft-index FILE)")
 			}
-			c = append(c, index)
+			c, domain = append(c, index), true
 		default:
 			return nil, fmt.Errorf("%q: want prompt, domain, schema or off (comma-separated)", name)
 		}
+	}
+	if prompt && domain {
+		return Chain{PromptLookup{MinN: 2}, index, PromptLookup{MaxN: 1}}, nil
 	}
 	return c, nil
 }

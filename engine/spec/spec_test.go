@@ -111,7 +111,24 @@ func TestIndexFile(t *testing.T) {
 	if _, err := Proposers("ngram", nil); err == nil || !strings.Contains(err.Error(), `"ngram"`) {
 		t.Errorf("unknown proposer: %v", err)
 	}
-	if c, err := Proposers("prompt,domain", y); err != nil || len(c) != 2 {
-		t.Errorf("prompt,domain: %v %v", c, err)
+	for _, list := range []string{"prompt,domain", "domain,prompt"} {
+		c, err := Proposers(list, y)
+		if err != nil {
+			t.Fatalf("%s: %v", list, err)
+		}
+		// y: after 1 2 3 came 4 twice and 5 once. A two-token repeat in the sequence wins
+		// over the index, a one-token one does not.
+		if got := c.Propose([]int{2, 3, 7, 2, 3}, 1); !slices.Equal(got, []int{7}) {
+			t.Errorf("%s: a two-token match in the sequence drafts %v, want [7]", list, got)
+		}
+		if got := c.Propose([]int{3, 9, 1, 2, 3}, 1); !slices.Equal(got, []int{4}) {
+			t.Errorf("%s: a one-token match (3 → 9) against the index's 1 2 3 → 4: drafts %v, want [4]", list, got)
+		}
+		if got := c.Propose([]int{8, 6, 8}, 1); !slices.Equal(got, []int{6}) {
+			t.Errorf("%s: nothing in the index: the one-token match drafts %v, want [6]", list, got)
+		}
+	}
+	if c, err := Proposers("domain", y); err != nil || len(c) != 1 {
+		t.Errorf("domain alone: %v %v", c, err)
 	}
 }
