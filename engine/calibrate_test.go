@@ -179,3 +179,40 @@ func TestNonDecreasing(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrationUnderLoad: a calibration taken in a busy moment (two servers starting on
+// the same two cores: a one-token step at 98 ms, longer ones at 142) does not keep drafts
+// off once served steps show what a step costs: Calibrate's lengths are scaled by served
+// one-token steps against its own, and a served step of a length replaces its entry.
+func TestCalibrationUnderLoad(t *testing.T) {
+	var c stepCosts
+	c.set([]StepCost{{1, 98.4}, {2, 141.6}, {3, 141.6}, {4, 141.6}, {5, 150}})
+	step := func(tokens int) sched.Step {
+		return sched.Step{Work: []sched.Work{{Seq: 1, Tokens: make([]int, tokens), Sample: true, Draft: tokens - 1}}}
+	}
+	for range 3 {
+		c.observe(step(1), 6*time.Millisecond)
+	}
+	c.mu.Lock()
+	got2, _ := c.cost(1, 2)
+	c.mu.Unlock()
+	if want := 141.6 * 6 / 98.4; math.Abs(got2-want) > 1e-9 {
+		t.Errorf("a 2-token step after served 6 ms one-token steps: %.3g ms, want Calibrate's 141.6 scaled by 6/98.4 = %.3g", got2, want)
+	}
+	// Unscaled, a 2-token step would be priced at 141.6 ms against served 6 ms ones: no
+	// draft would ever pay, and none would be served to correct it.
+	if n := c.draftLen(4, 1, 0.8); n == 0 {
+		t.Errorf("at acceptance 0.8 no draft pays on the scaled table")
+	}
+	c.observe(step(2), 9*time.Millisecond) // a served 2-token step: its entry from now on
+	c.mu.Lock()
+	got2, _ = c.cost(1, 2)
+	got3, _ := c.cost(1, 3)
+	c.mu.Unlock()
+	if got2 != 9 {
+		t.Errorf("after a served 9 ms 2-token step its entry is %g", got2)
+	}
+	if want := 141.6 * 6 / 98.4; math.Abs(got3-want) > 1e-9 {
+		t.Errorf("3 tokens, still Calibrate's alone: %.3g, want %.3g", got3, want)
+	}
+}

@@ -954,6 +954,25 @@ type stepCosts struct {
 type costRow struct {
 	ms   [maxCostTokens + 1]float64 // decayed mean duration of decode steps of n tokens
 	seen [maxCostTokens + 1]bool
+	// calib: ms[n] is Calibrate's and no step of n tokens has been served yet; cal1 is
+	// Calibrate's one-token step.
+	calib [maxCostTokens + 1]bool
+	cal1  float64
+}
+
+// at is the cost of a step of n tokens, measured. An entry that only Calibrate has measured
+// is scaled by what served one-token steps cost against Calibrate's one: the calibration
+// runs once, in about a second, and a busy moment then (another server starting beside it
+// on the same cores) made every step there look many times dearer, the one-token step
+// 95-98 ms against the 6-7 it costs. Served plain steps corrected the one-token entry, but
+// drafts were then judged by calibrated lengths 20 times its cost, never paid, were never
+// tried, and so never measured: speculation stayed off for the server's life. The ratio
+// of lengths, what drafts are judged by, is what a busy moment changes least.
+func (r *costRow) at(n int) float64 {
+	if r.calib[n] && !r.calib[1] && r.seen[1] && r.cal1 > 0 {
+		return r.ms[n] * r.ms[1] / r.cal1
+	}
+	return r.ms[n]
 }
 
 // modelCosts maps weak.Pointer[model.Model] to *stepCosts: weak, so that the table does not
@@ -997,8 +1016,8 @@ func (c *stepCosts) observe(step sched.Step, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.row(len(step.Work))
-	if !r.seen[n] {
-		r.ms[n], r.seen[n] = v, true
+	if !r.seen[n] || r.calib[n] { // the first served step of n tokens replaces Calibrate's
+		r.ms[n], r.seen[n], r.calib[n] = v, true, false
 		return
 	}
 	r.ms[n] = 0.9*r.ms[n] + 0.1*v
@@ -1011,7 +1030,10 @@ func (c *stepCosts) set(m []StepCost) {
 	r := c.row(1)
 	for _, p := range m {
 		if p.Tokens >= 1 && p.Tokens <= maxCostTokens {
-			r.ms[p.Tokens], r.seen[p.Tokens] = p.Ms, true
+			r.ms[p.Tokens], r.seen[p.Tokens], r.calib[p.Tokens] = p.Ms, true, true
+			if p.Tokens == 1 {
+				r.cal1 = p.Ms
+			}
 		}
 	}
 }
@@ -1038,7 +1060,7 @@ func (c *stepCosts) cost(seqs, n int) (float64, bool) {
 					a, _ := one.cost(lo)
 					b, _ := one.cost(n)
 					if a > 0 {
-						return r.ms[lo] * b / a, true
+						return r.at(lo) * b / a, true
 					}
 				}
 			}
@@ -1068,7 +1090,7 @@ func (r *costRow) bounds(n int) (lo, hi int) {
 // cost is stepCosts.cost within the row alone.
 func (r *costRow) cost(n int) (float64, bool) {
 	if n <= maxCostTokens && r.seen[n] {
-		return r.ms[n], true
+		return r.at(n), true
 	}
 	lo, hi := r.bounds(n)
 	switch {
@@ -1077,16 +1099,16 @@ func (r *costRow) cost(n int) (float64, bool) {
 	case hi < 0:
 		for i := lo - 1; i >= 1; i-- {
 			if r.seen[i] {
-				slope := (r.ms[lo] - r.ms[i]) / float64(lo-i)
-				return r.ms[lo] + max(slope, 0)*float64(n-lo), true
+				slope := (r.at(lo) - r.at(i)) / float64(lo-i)
+				return r.at(lo) + max(slope, 0)*float64(n-lo), true
 			}
 		}
-		return r.ms[lo], true
+		return r.at(lo), true
 	case lo < 0:
-		return r.ms[hi], true
+		return r.at(hi), true
 	}
 	f := float64(n-lo) / float64(hi-lo)
-	return r.ms[lo]*(1-f) + r.ms[hi]*f, true
+	return r.at(lo)*(1-f) + r.at(hi)*f, true
 }
 
 // draftLen picks how many drafts (0..max) a sequence asks for in a step of batch sampling
