@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/tokenwise/tokenwise/engine/spec"
-	"github.com/tokenwise/tokenwise/formats/gguf"
-	"github.com/tokenwise/tokenwise/tokenizer"
 )
 
 // BenchmarkDraftReplay replays the greedy answers that scripts/bench-speculate.sh saved
@@ -23,15 +21,7 @@ import (
 //	go test ./engine -run '^$' -bench DraftReplay -benchtime 1x
 func BenchmarkDraftReplay(b *testing.B) {
 	dir := filepath.Join(repoRoot(), ".cache", "bench-speculate")
-	f, err := gguf.Open(filepath.Join(repoRoot(), ".cache", "refs", "smollm2", "smollm2-135m-instruct-q4_1.gguf"))
-	if err != nil {
-		b.Skipf("no SmolLM2 GGUF (scripts/setup-refs.sh): %v", err)
-	}
-	defer f.Close()
-	tk, err := tokenizer.FromGGUF(f)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, tk := smolTokenizer(b)
 	for _, kind := range []string{"extraction", "code-edit", "free"} {
 		var prompts, answers []string
 		for i, name := range []string{"prompts-" + kind + ".json", "ref-tokenwise-" + kind + "-1.json"} {

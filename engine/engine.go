@@ -969,7 +969,7 @@ type costRow struct {
 // tried, and so never measured: speculation stayed off for the server's life. The ratio
 // of lengths, what drafts are judged by, is what a busy moment changes least.
 func (r *costRow) at(n int) float64 {
-	if r.calib[n] && !r.calib[1] && r.seen[1] && r.cal1 > 0 {
+	if r.calib[n] && !r.calib[1] && r.cal1 > 0 { // cal1 > 0: Calibrate set ms[1] too
 		return r.ms[n] * r.ms[1] / r.cal1
 	}
 	return r.ms[n]

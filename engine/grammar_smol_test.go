@@ -18,6 +18,18 @@ import (
 
 func loadSmolLM2(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
+	path, tok := smolTokenizer(t)
+	m, err := model.Load(path, model.Options{Threads: 2, KVCache: tensor.F16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, tok
+}
+
+// smolTokenizer is the reference SmolLM2-135M-Instruct GGUF's path and tokenizer.
+func smolTokenizer(t testing.TB) (string, *tokenizer.Tokenizer) {
+	t.Helper()
 	path := testref.Path(t, "smollm2", "smollm2-135m-instruct-q4_1.gguf")
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -28,12 +40,7 @@ func loadSmolLM2(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Load(path, model.Options{Threads: 2, KVCache: tensor.F16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m, tok
+	return path, tok
 }
 
 // smolJSONTasks are extraction prompts with a schema each, for the real-model tests.
