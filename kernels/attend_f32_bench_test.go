@@ -8,10 +8,16 @@ import (
 
 // BenchmarkAttendF32 is one query head of SmolLM2's shape (head dim 64, 3 KV heads) over
 // n cached positions of an f32 cache: the attention a decode or verify step does per head.
+// asm=false: the archsimd passes instead of the assembly (the same bits).
 func BenchmarkAttendF32(b *testing.B) {
 	const hd, kvDim = 64, 192
-	for _, n := range []int{64, 256, 1024} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, c := range []struct {
+		n   int
+		asm bool
+	}{{64, true}, {64, false}, {256, true}, {256, false}, {1024, true}, {1024, false}} {
+		n := c.n
+		b.Run(fmt.Sprintf("%d/asm=%v", n, c.asm), func(b *testing.B) {
+			defer attnAsmSwitch(attnAsmSwitch(c.asm))
 			r := rand.New(rand.NewPCG(1, 2))
 			k, v := make([]float32, n*kvDim), make([]float32, n*kvDim)
 			for i := range k {

@@ -29,10 +29,67 @@ func simdAttendF32(out, q, k, v []float32, rows []int32, off, stride int, scale 
 	if end := int(hi)*stride + off + hd; end > len(k) || end > len(v) || off < 0 {
 		panic("kernels: cache row out of range")
 	}
-	mx := attnScores(q, k, rows, off, stride, scale, scores)
-	attnSoftmax(scores, mx, ggmlAVX512)
-	attnValues(out, v, rows, off, stride, scores)
+	if !useAsmGEMM { // TOKENWISE_NO_ASM: the same passes in archsimd
+		mx := attnScores(q, k, rows, off, stride, scale, scores)
+		attnSoftmax(scores, mx, ggmlAVX512)
+		attnValues(out, v, rows, off, stride, scores)
+		return true
+	}
+	attnSoftmax(scores, attnScoresAsm(q, k, rows, off, stride, scale, scores), ggmlAVX512)
+	n, pv := len(rows), unsafe.Pointer(&v[off])
+	c := hd &^ 63
+	if c > 0 {
+		attnValues64AVX2(&out[0], c/64, (*float32)(pv), &rows[0], n, stride, &scores[0])
+	}
+	if c < hd {
+		attnValuesFrom(out, v, rows, off, stride, scores, c)
+	}
 	return true
+}
+
+// attnAsmSwitch turns the assembly passes on or off (off: the archsimd ones) and returns
+// what was set, for tests and benchmarks that run both. The switch is useAsmGEMM.
+func attnAsmSwitch(on bool) bool {
+	was := useAsmGEMM
+	useAsmGEMM = on && !noAsm && cpuISA >= ISAAVX2
+	return was
+}
+
+// The passes in assembly (attn_f32_amd64.s).
+
+//go:noescape
+func attnScoresAVX2(q *float32, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores *float32, mx *[8]float32)
+
+//go:noescape
+func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32)
+
+// attnScoresAsm is attnScores in assembly: whole groups of eight rows in one call, the last
+// partial group through a copy of its rows padded with its last row (whose repeated score
+// is dropped, and cannot change the maximum).
+func attnScoresAsm(q, k []float32, rows []int32, off, stride int, scale float32, scores []float32) float32 {
+	n, hd := len(rows), len(q)
+	pk := (*float32)(unsafe.Pointer(&k[off]))
+	mxv := [8]float32{}
+	for i := range mxv {
+		mxv[i] = float32(math.Inf(-1))
+	}
+	if g := n / 8; g > 0 {
+		attnScoresAVX2(&q[0], 4*hd, pk, &rows[0], g, stride, scale, &scores[0], &mxv)
+	}
+	if j := n &^ 7; j < n {
+		var pad [8]int32
+		var tail [8]float32
+		for r := range pad {
+			pad[r] = rows[min(j+r, n-1)]
+		}
+		attnScoresAVX2(&q[0], 4*hd, pk, &pad[0], 1, stride, scale, &tail[0], &mxv)
+		copy(scores[j:], tail[:n-j])
+	}
+	mx := mxv[0]
+	for _, t := range mxv[1:] {
+		mx = max(mx, t)
+	}
+	return mx
 }
 
 // attnScores fills scores and returns their maximum.
@@ -166,6 +223,13 @@ func attnValues(out, v []float32, rows []int32, off, stride int, w []float32) {
 		o6.Store((*[8]float32)(unsafe.Add(p, 192)))
 		o7.Store((*[8]float32)(unsafe.Add(p, 224)))
 	}
+	attnValuesFrom(out, v, rows, off, stride, w, c)
+}
+
+// attnValuesFrom is attnValues for the columns from c on, one register at a time.
+func attnValuesFrom(out, v []float32, rows []int32, off, stride int, w []float32, c int) {
+	hd := len(out)
+	po, pv := unsafe.Pointer(unsafe.SliceData(out)), unsafe.Pointer(unsafe.SliceData(v))
 	for ; c < hd; c += 8 {
 		var o archsimd.Float32x8
 		for j, r := range rows {

@@ -26,12 +26,14 @@ func attnCase(r *rand.Rand, n, hd, spread int) (q, k, v []float32, rows []int32,
 	return
 }
 
-// The AVX2 kernel gives attendF32Ref's bits for every length (each tail of the eight-wide
+// The AVX2 kernel, in assembly and in archsimd, gives attendF32Ref's bits for every length (each tail of the eight-wide
 // loops), head sizes with and without a 64-wide block, both variants of ggml's expf, and
 // scores that underflow; and both are attention: within 1e-5 of a float64 softmax.
 func TestAttendF32SIMDEqualsRef(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	defer func(v bool) { ggmlAVX512 = v }(ggmlAVX512)
+	asmOn := attnAsmSwitch(true)
+	attnAsmSwitch(asmOn)
 	simd := 0
 	for _, hd := range []int{8, 24, 64, 80, 128, 136} {
 		for _, n := range []int{1, 2, 7, 8, 9, 15, 16, 17, 63, 100, 301} {
@@ -43,11 +45,18 @@ func TestAttendF32SIMDEqualsRef(t *testing.T) {
 					want, got := make([]float32, hd), make([]float32, hd)
 					attendF32Ref(want, q, k, v, rows, off, stride, scale, make([]float32, n))
 					name := fmt.Sprintf("hd %d n %d spread %d avx512 %v", hd, n, spread, avx512)
-					if simdAttendF32(got, q, k, v, rows, off, stride, scale, make([]float32, n)) {
+					// Both SIMD variants: the assembly passes and the archsimd ones.
+					for _, asm := range []bool{asmOn, false} {
+						attnAsmSwitch(asm)
+						ok := simdAttendF32(got, q, k, v, rows, off, stride, scale, make([]float32, n))
+						attnAsmSwitch(asmOn)
+						if !ok {
+							break
+						}
 						simd++
 						for i := range want {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("%s: out[%d] = %v, reference %v", name, i, got[i], want[i])
+								t.Fatalf("%s asm %v: out[%d] = %v, reference %v", name, asm, i, got[i], want[i])
 							}
 						}
 					}

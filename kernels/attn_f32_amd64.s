@@ -1,0 +1,167 @@
+//go:build goexperiment.simd && amd64
+
+#include "textflag.h"
+
+// The f32 cache's attention passes (AttendF32) in AVX2 assembly, the bits of attendF32Ref.
+// Why by hand: the archsimd version of the same loops (attnScores, attnValues) needs nine
+// live vectors in the scores loop plus a load per row, and the Go compiler moved every
+// accumulator between registers and the stack once per eight dimensions; here each eight
+// dimensions of eight rows take one load and eight fused multiply-adds with their loads
+// folded in. BenchmarkAttendF32 (head size 64, one core), TOKENWISE_NO_ASM unset against
+// set: see attn_f32_amd64.go.
+
+// func attnScoresAVX2(q *float32, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores *float32, mx *[8]float32)
+//
+// Scores groups×8 positions: score j = tree8(lanes of q·k_j)·scale, k_j at
+// k + 4·rows[j]·stride (k already offset to the head); hdb is the head size in bytes, a
+// multiple of 32. mx holds a running maximum, eight lanes, updated with every score.
+TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-72
+	MOVQ q+0(FP), R11
+	MOVQ k+16(FP), R15
+	MOVQ rows+24(FP), R12
+	MOVQ groups+32(FP), R14
+	MOVQ scores+56(FP), R13
+	MOVQ mx+64(FP), DX
+	VMOVUPS (DX), Y9
+	VBROADCASTSS scale+48(FP), Y10
+	TESTQ R14, R14
+	JZ done
+
+group:
+	// The eight rows' addresses.
+	MOVLQSX 0(R12), AX
+	IMULQ stride+40(FP), AX
+	LEAQ (R15)(AX*4), AX
+	MOVLQSX 4(R12), BX
+	IMULQ stride+40(FP), BX
+	LEAQ (R15)(BX*4), BX
+	MOVLQSX 8(R12), CX
+	IMULQ stride+40(FP), CX
+	LEAQ (R15)(CX*4), CX
+	MOVLQSX 12(R12), SI
+	IMULQ stride+40(FP), SI
+	LEAQ (R15)(SI*4), SI
+	MOVLQSX 16(R12), DI
+	IMULQ stride+40(FP), DI
+	LEAQ (R15)(DI*4), DI
+	MOVLQSX 20(R12), R8
+	IMULQ stride+40(FP), R8
+	LEAQ (R15)(R8*4), R8
+	MOVLQSX 24(R12), R9
+	IMULQ stride+40(FP), R9
+	LEAQ (R15)(R9*4), R9
+	MOVLQSX 28(R12), R10
+	IMULQ stride+40(FP), R10
+	LEAQ (R15)(R10*4), R10
+
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ DX, DX
+
+dims:
+	// Lane l of row r's accumulator: the products of dimensions ≡ l mod 8, in order.
+	VMOVUPS (R11)(DX*1), Y8
+	VFMADD231PS (AX)(DX*1), Y8, Y0
+	VFMADD231PS (BX)(DX*1), Y8, Y1
+	VFMADD231PS (CX)(DX*1), Y8, Y2
+	VFMADD231PS (SI)(DX*1), Y8, Y3
+	VFMADD231PS (DI)(DX*1), Y8, Y4
+	VFMADD231PS (R8)(DX*1), Y8, Y5
+	VFMADD231PS (R9)(DX*1), Y8, Y6
+	VFMADD231PS (R10)(DX*1), Y8, Y7
+	ADDQ $32, DX
+	CMPQ DX, hdb+8(FP)
+	JLT dims
+
+	// Pair adds within 128-bit halves, twice: row r's (l0+l1)+(l2+l3) in lane r of the low
+	// halves of Y11 (rows 0..3) and Y12 (rows 4..7), its (l4+l5)+(l6+l7) in the high ones.
+	VHADDPS Y1, Y0, Y11
+	VHADDPS Y3, Y2, Y12
+	VHADDPS Y12, Y11, Y11
+	VHADDPS Y5, Y4, Y12
+	VHADDPS Y7, Y6, Y13
+	VHADDPS Y13, Y12, Y12
+	VPERM2F128 $0x20, Y12, Y11, Y13
+	VPERM2F128 $0x31, Y12, Y11, Y14
+	VADDPS Y14, Y13, Y13
+	VMULPS Y10, Y13, Y13
+	VMOVUPS Y13, (R13)
+	VMAXPS Y13, Y9, Y9
+
+	ADDQ $32, R12
+	ADDQ $32, R13
+	DECQ R14
+	JNZ group
+
+done:
+	MOVQ mx+64(FP), DX
+	VMOVUPS Y9, (DX)
+	VZEROUPPER
+	RET
+
+// func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32)
+//
+// out[c+i] = Σ_j w_j·v_j[c+i] for each 64-wide chunk c of chunks, each element one chain of
+// fused multiply-adds in j order, v_j at v + 4·rows[j]·stride (v already offset to the
+// head); n ≥ 1.
+TEXT ·attnValues64AVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ chunks+8(FP), R14
+	MOVQ v+16(FP), R15
+	MOVQ stride+40(FP), R9
+	TESTQ R14, R14
+	JZ vdone
+
+chunk:
+	MOVQ rows+24(FP), R12
+	MOVQ w+48(FP), R13
+	MOVQ n+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+pos:
+	MOVLQSX (R12), AX
+	IMULQ R9, AX
+	LEAQ (R15)(AX*4), AX
+	VBROADCASTSS (R13), Y8
+	VFMADD231PS 0(AX), Y8, Y0
+	VFMADD231PS 32(AX), Y8, Y1
+	VFMADD231PS 64(AX), Y8, Y2
+	VFMADD231PS 96(AX), Y8, Y3
+	VFMADD231PS 128(AX), Y8, Y4
+	VFMADD231PS 160(AX), Y8, Y5
+	VFMADD231PS 192(AX), Y8, Y6
+	VFMADD231PS 224(AX), Y8, Y7
+	ADDQ $4, R12
+	ADDQ $4, R13
+	DECQ CX
+	JNZ pos
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $256, R15
+	DECQ R14
+	JNZ chunk
+
+vdone:
+	VZEROUPPER
+	RET
