@@ -40,3 +40,50 @@ func BenchmarkAttendF32(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAttendF32Shared is the queries of one KV head of SmolLM2's shape over n cached
+// positions: three (one token's query heads) or fifteen (a five-token verify pass, whose
+// tokens attend n..n+4 rows), through AttendF32Shared (shared) or one AttendF32 call each
+// (alone). ns/position is per query and position.
+func BenchmarkAttendF32Shared(b *testing.B) {
+	const hd, kvDim = 64, 192
+	for _, tokens := range []int{1, 5} {
+		for _, n := range []int{256, 1024} {
+			for _, shared := range []bool{true, false} {
+				b.Run(fmt.Sprintf("queries=%d/n=%d/shared=%v", 3*tokens, n, shared), func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 2))
+					m := n + tokens
+					k, v := make([]float32, m*kvDim), make([]float32, m*kvDim)
+					for i := range k {
+						k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+					}
+					nq := 3 * tokens
+					qs, outs, ns := make([][]float32, nq), make([][]float32, nq), make([]int, nq)
+					for i := range qs {
+						qs[i], outs[i] = make([]float32, hd), make([]float32, hd)
+						for d := range qs[i] {
+							qs[i][d] = float32(r.NormFloat64())
+						}
+						ns[i] = n + i/3 + 1
+					}
+					rows := make([]int32, m)
+					for i := range rows {
+						rows[i] = int32(i)
+					}
+					scratch := make([]float32, nq*m)
+					b.ResetTimer()
+					for range b.N {
+						if shared {
+							AttendF32Shared(outs, qs, ns, k, v, rows, hd, kvDim, 0.125, scratch)
+							continue
+						}
+						for i := range qs {
+							AttendF32(outs[i], qs[i], k, v, rows[:ns[i]], hd, kvDim, 0.125, scratch)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nq*n), "ns/position")
+				})
+			}
+		}
+	}
+}

@@ -14,5 +14,12 @@ func simdAttendF32(out, q, k, v []float32, rows []int32, off, stride int, scale 
 	return false
 }
 
+func simdAttendF32Shared(outs, qs [][]float32, ns []int, k, v []float32, rows []int32, off, stride int, scale float32, scratch []float32) bool {
+	return false
+}
+
+// avx512AttnSwitch has no 512-bit passes to switch here.
+func avx512AttnSwitch(bool) bool { return false }
+
 // attnAsmSwitch has no assembly to switch here.
 func attnAsmSwitch(bool) bool { return false }

@@ -35,6 +35,30 @@ func AttendF32(out, q, k, v []float32, rows []int32, off, stride int, scale floa
 	attendF32Ref(out, q, k, v, rows, off, stride, scale, scores)
 }
 
+// AttnSharedMax is the most queries one AttendF32Shared call takes.
+const AttnSharedMax = 16
+
+// AttendF32Shared writes into outs[i] the attention of query head qs[i] over the first
+// ns[i] of rows, for up to AttnSharedMax queries that read the same KV head of one
+// sequence's cache (the query heads of a group, for one or several tokens): each result is
+// AttendF32(outs[i], qs[i], k, v, rows[:ns[i]], off, stride, scale, ·), bit for bit. What
+// it shares is the reading: the cache rows that several queries attend are loaded once for
+// all of them. scratch holds at least Σ ns[i] floats. Why: one query head's attention
+// streams its rows from the second-level cache at 7–10 ns a position on this machine; the
+// queries of a KV head (three in SmolLM2, fifteen in a five-token verify pass) read the
+// same rows. BenchmarkAttendF32Shared.
+func AttendF32Shared(outs, qs [][]float32, ns []int, k, v []float32, rows []int32, off, stride int, scale float32, scratch []float32) {
+	if len(qs) != len(outs) || len(qs) != len(ns) {
+		panic("kernels: AttendF32Shared: queries, outputs and lengths differ in number")
+	}
+	if simdAttendF32Shared(outs, qs, ns, k, v, rows, off, stride, scale, scratch) {
+		return
+	}
+	for i, q := range qs {
+		AttendF32(outs[i], q, k, v, rows[:ns[i]], off, stride, scale, scratch)
+	}
+}
+
 // attendF32Ref is AttendF32's arithmetic in scalar Go (its fallback and its reference).
 func attendF32Ref(out, q, k, v []float32, rows []int32, off, stride int, scale float32, scores []float32) {
 	hd := len(q)

@@ -39,7 +39,7 @@ func simdAttendF32(out, q, k, v []float32, rows []int32, off, stride int, scale 
 	n, pv := len(rows), unsafe.Pointer(&v[off])
 	c := hd &^ 63
 	if c > 0 {
-		attnValues64AVX2(&out[0], c/64, (*float32)(pv), &rows[0], n, stride, &scores[0])
+		attnValues64AVX2(&out[0], c/64, (*float32)(pv), &rows[0], n, stride, &scores[0], 0)
 	}
 	if c < hd {
 		attnValuesFrom(out, v, rows, off, stride, scores, c)
@@ -55,13 +55,131 @@ func attnAsmSwitch(on bool) bool {
 	return was
 }
 
+// avx512AttnSwitch turns the 512-bit passes on or off where the CPU has them and returns
+// what was set (tests).
+func avx512AttnSwitch(on bool) bool {
+	was := useAVX512Attn
+	useAVX512Attn = on && useAsmQ8 && cpuISA >= ISAAVX512
+	return was
+}
+
 // The passes in assembly (attn_f32_amd64.s).
 
 //go:noescape
 func attnScoresAVX2(q *float32, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores *float32, mx *[8]float32)
 
 //go:noescape
-func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32)
+func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32, acc int)
+
+//go:noescape
+func attnScoresGroupAVX2(qs **float32, nq int, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores **float32, mx *float32)
+
+//go:noescape
+func attnValues64x4AVX512(outs **float32, chunks int, v *float32, rows *int32, n int, stride int, ws **float32)
+
+// simdAttendF32Shared is AttendF32Shared in assembly: the scores of every query over the
+// rows all of them attend (whole groups of eight) in one pass over those rows, then each
+// query's own last rows alone; each query's softmax; and the weighted sums four queries at
+// a time over the shared rows (512-bit, where AVX-512 is on), each query's own rows then
+// going on from where its chains stopped. Every value is computed as AttendF32 computes it.
+func simdAttendF32Shared(outs, qs [][]float32, ns []int, k, v []float32, rows []int32, off, stride int, scale float32, scratch []float32) bool {
+	nq := len(qs)
+	if nq == 0 || nq > AttnSharedMax || !useSIMD || !useAsmGEMM {
+		return false
+	}
+	hd := len(qs[0])
+	if hd%8 != 0 || hd == 0 {
+		return false
+	}
+	nmin, nmax := ns[0], 0
+	for _, n := range ns {
+		nmin, nmax = min(nmin, n), max(nmax, n)
+	}
+	if nmin <= 0 || nmax > len(rows) {
+		return false
+	}
+	rows = rows[:nmax]
+	var hi int32
+	for _, r := range rows {
+		hi = max(hi, r)
+		if r < 0 {
+			panic("kernels: negative cache row")
+		}
+	}
+	if end := int(hi)*stride + off + hd; end > len(k) || end > len(v) || off < 0 {
+		panic("kernels: cache row out of range")
+	}
+	var qp, sp, op [AttnSharedMax]*float32
+	var mx [AttnSharedMax][8]float32
+	var scArr [AttnSharedMax][]float32
+	sc := scArr[:nq]
+	at := 0
+	for i := range nq {
+		if len(qs[i]) != hd || len(outs[i]) < hd {
+			panic("kernels: AttendF32Shared: query or output size")
+		}
+		sc[i] = scratch[at : at+ns[i]]
+		at += ns[i]
+		qp[i], sp[i], op[i] = &qs[i][0], &sc[i][0], &outs[i][0]
+		for l := range mx[i] {
+			mx[i][l] = float32(math.Inf(-1))
+		}
+	}
+	pk := (*float32)(unsafe.Pointer(&k[off]))
+	g := nmin / 8
+	if g > 0 {
+		attnScoresGroupAVX2(&qp[0], nq, 4*hd, pk, &rows[0], g, stride, scale, &sp[0], &mx[0][0])
+	}
+	for i := range nq {
+		m := mx[i][0]
+		for _, t := range mx[i][1:] {
+			m = max(m, t)
+		}
+		if j := 8 * g; j < ns[i] {
+			m = max(m, attnScoresAsm(qs[i], k, rows[j:ns[i]], off, stride, scale, sc[i][j:]))
+		}
+		attnSoftmax(sc[i], m, ggmlAVX512)
+	}
+	pv := (*float32)(unsafe.Pointer(&v[off]))
+	c := hd &^ 63
+	for i0 := 0; c > 0 && i0 < nq; {
+		if nq-i0 == 1 || !useAVX512Attn { // one query: its own chains from zero
+			attnValues64AVX2(op[i0], c/64, pv, &rows[0], ns[i0], stride, sp[i0], 0)
+			i0++
+			continue
+		}
+		// Four queries over the shared rows (a short group padded with its first query,
+		// whose extra results go to dummy), then each one's own rows.
+		var dummy [AttnSharedDummy]float32
+		var o4, w4 [4]*float32
+		for u := range 4 {
+			if i := i0 + u; i < nq {
+				o4[u], w4[u] = op[i], sp[i]
+			} else {
+				o4[u], w4[u] = &dummy[0], sp[i0]
+			}
+		}
+		if c > len(dummy) {
+			panic("kernels: AttendF32Shared: head size over AttnSharedDummy")
+		}
+		attnValues64x4AVX512(&o4[0], c/64, pv, &rows[0], nmin, stride, &w4[0])
+		for i := i0; i < min(i0+4, nq); i++ {
+			if ns[i] > nmin {
+				attnValues64AVX2(op[i], c/64, pv, &rows[nmin], ns[i]-nmin, stride, &sc[i][nmin], 1)
+			}
+		}
+		i0 += 4
+	}
+	if c < hd {
+		for i := range nq {
+			attnValuesFrom(outs[i][:hd], v, rows[:ns[i]], off, stride, sc[i], c)
+		}
+	}
+	return true
+}
+
+// AttnSharedDummy bounds the head size AttendF32Shared's 512-bit values pass takes.
+const AttnSharedDummy = 512
 
 // attnScoresAsm is attnScores in assembly: whole groups of eight rows in one call, the last
 // partial group through a copy of its rows padded with its last row (whose repeated score

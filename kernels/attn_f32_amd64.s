@@ -105,12 +105,13 @@ done:
 	VZEROUPPER
 	RET
 
-// func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32)
+// func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32, acc int)
 //
 // out[c+i] = Σ_j w_j·v_j[c+i] for each 64-wide chunk c of chunks, each element one chain of
 // fused multiply-adds in j order, v_j at v + 4·rows[j]·stride (v already offset to the
-// head); n ≥ 1.
-TEXT ·attnValues64AVX2(SB), NOSPLIT, $0-56
+// head); n ≥ 1. acc ≠ 0: the chains start from out's values (they go on from earlier rows),
+// else from zero.
+TEXT ·attnValues64AVX2(SB), NOSPLIT, $0-64
 	MOVQ out+0(FP), DI
 	MOVQ chunks+8(FP), R14
 	MOVQ v+16(FP), R15
@@ -122,6 +123,8 @@ chunk:
 	MOVQ rows+24(FP), R12
 	MOVQ w+48(FP), R13
 	MOVQ n+32(FP), CX
+	CMPQ acc+56(FP), $0
+	JNE resume
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -130,6 +133,17 @@ chunk:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	JMP pos
+
+resume:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
 
 pos:
 	MOVLQSX (R12), AX
@@ -163,5 +177,212 @@ pos:
 	JNZ chunk
 
 vdone:
+	VZEROUPPER
+	RET
+
+// func attnScoresGroupAVX2(qs **float32, nq int, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores **float32, mx *float32)
+//
+// attnScoresAVX2 for nq queries (qs[i], scores into scores[i], running maxima in
+// mx[8i:8i+8]) over the same groups×8 rows: each group's eight rows are read from the
+// cache once for all of them, and from the first level cache after the first query.
+TEXT ·attnScoresGroupAVX2(SB), NOSPLIT, $16-80
+	MOVQ k+24(FP), R15
+	MOVQ rows+32(FP), R12
+	MOVQ R12, rp-8(SP)
+	MOVQ groups+40(FP), R14
+	XORQ R13, R13
+	VBROADCASTSS scale+56(FP), Y10
+	TESTQ R14, R14
+	JZ gdone
+
+ggroup:
+	MOVQ rp-8(SP), R12
+	MOVLQSX 0(R12), AX
+	IMULQ stride+48(FP), AX
+	LEAQ (R15)(AX*4), AX
+	MOVLQSX 4(R12), BX
+	IMULQ stride+48(FP), BX
+	LEAQ (R15)(BX*4), BX
+	MOVLQSX 8(R12), CX
+	IMULQ stride+48(FP), CX
+	LEAQ (R15)(CX*4), CX
+	MOVLQSX 12(R12), SI
+	IMULQ stride+48(FP), SI
+	LEAQ (R15)(SI*4), SI
+	MOVLQSX 16(R12), DI
+	IMULQ stride+48(FP), DI
+	LEAQ (R15)(DI*4), DI
+	MOVLQSX 20(R12), R8
+	IMULQ stride+48(FP), R8
+	LEAQ (R15)(R8*4), R8
+	MOVLQSX 24(R12), R9
+	IMULQ stride+48(FP), R9
+	LEAQ (R15)(R9*4), R9
+	MOVLQSX 28(R12), R10
+	IMULQ stride+48(FP), R10
+	LEAQ (R15)(R10*4), R10
+	ADDQ $32, R12
+	MOVQ R12, rp-8(SP)
+	XORQ R12, R12
+
+gquery:
+	MOVQ qs+0(FP), R11
+	MOVQ (R11)(R12*8), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ DX, DX
+
+gdims:
+	VMOVUPS (R11)(DX*1), Y8
+	VFMADD231PS (AX)(DX*1), Y8, Y0
+	VFMADD231PS (BX)(DX*1), Y8, Y1
+	VFMADD231PS (CX)(DX*1), Y8, Y2
+	VFMADD231PS (SI)(DX*1), Y8, Y3
+	VFMADD231PS (DI)(DX*1), Y8, Y4
+	VFMADD231PS (R8)(DX*1), Y8, Y5
+	VFMADD231PS (R9)(DX*1), Y8, Y6
+	VFMADD231PS (R10)(DX*1), Y8, Y7
+	ADDQ $32, DX
+	CMPQ DX, hdb+16(FP)
+	JLT gdims
+
+	VHADDPS Y1, Y0, Y11
+	VHADDPS Y3, Y2, Y12
+	VHADDPS Y12, Y11, Y11
+	VHADDPS Y5, Y4, Y12
+	VHADDPS Y7, Y6, Y13
+	VHADDPS Y13, Y12, Y12
+	VPERM2F128 $0x20, Y12, Y11, Y13
+	VPERM2F128 $0x31, Y12, Y11, Y14
+	VADDPS Y14, Y13, Y13
+	VMULPS Y10, Y13, Y13
+	MOVQ scores+64(FP), DX
+	MOVQ (DX)(R12*8), DX
+	VMOVUPS Y13, (DX)(R13*1)
+	MOVQ R12, R11
+	SHLQ $5, R11
+	ADDQ mx+72(FP), R11
+	VMOVUPS (R11), Y12
+	VMAXPS Y13, Y12, Y12
+	VMOVUPS Y12, (R11)
+
+	INCQ R12
+	CMPQ R12, nq+8(FP)
+	JLT gquery
+	ADDQ $32, R13
+	DECQ R14
+	JNZ ggroup
+
+gdone:
+	VZEROUPPER
+	RET
+
+// func attnValues64x4AVX512(outs **float32, chunks int, v *float32, rows *int32, n int, stride int, ws **float32)
+//
+// attnValues64AVX2 from zero for four queries at once (weights ws[i], results outs[i]) in
+// 512-bit registers: each position's 64 values are loaded once and go into sixteen
+// chains, four per query, each element's chain in j order as before (the same bits).
+TEXT ·attnValues64x4AVX512(SB), NOSPLIT, $0-56
+	MOVQ chunks+8(FP), R14
+	MOVQ v+16(FP), R15
+	MOVQ stride+40(FP), R9
+	XORQ DX, DX
+	TESTQ R14, R14
+	JZ xdone
+
+xchunk:
+	MOVQ rows+24(FP), R12
+	MOVQ n+32(FP), CX
+	MOVQ ws+48(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R10
+	MOVQ 16(AX), R11
+	MOVQ 24(AX), BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+xpos:
+	MOVLQSX (R12), AX
+	IMULQ R9, AX
+	LEAQ (R15)(AX*4), AX
+	VMOVUPS 0(AX), Z16
+	VMOVUPS 64(AX), Z17
+	VMOVUPS 128(AX), Z18
+	VMOVUPS 192(AX), Z19
+	VBROADCASTSS (R8), Z20
+	VBROADCASTSS (R10), Z21
+	VBROADCASTSS (R11), Z22
+	VBROADCASTSS (BX), Z23
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ $4, R12
+	ADDQ $4, R8
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ $4, BX
+	DECQ CX
+	JNZ xpos
+
+	MOVQ outs+0(FP), SI
+	MOVQ 0(SI), DI
+	VMOVUPS Z0, 0(DI)(DX*1)
+	VMOVUPS Z1, 64(DI)(DX*1)
+	VMOVUPS Z2, 128(DI)(DX*1)
+	VMOVUPS Z3, 192(DI)(DX*1)
+	MOVQ 8(SI), DI
+	VMOVUPS Z4, 0(DI)(DX*1)
+	VMOVUPS Z5, 64(DI)(DX*1)
+	VMOVUPS Z6, 128(DI)(DX*1)
+	VMOVUPS Z7, 192(DI)(DX*1)
+	MOVQ 16(SI), DI
+	VMOVUPS Z8, 0(DI)(DX*1)
+	VMOVUPS Z9, 64(DI)(DX*1)
+	VMOVUPS Z10, 128(DI)(DX*1)
+	VMOVUPS Z11, 192(DI)(DX*1)
+	MOVQ 24(SI), DI
+	VMOVUPS Z12, 0(DI)(DX*1)
+	VMOVUPS Z13, 64(DI)(DX*1)
+	VMOVUPS Z14, 128(DI)(DX*1)
+	VMOVUPS Z15, 192(DI)(DX*1)
+	ADDQ $256, DX
+	ADDQ $256, R15
+	DECQ R14
+	JNZ xchunk
+
+xdone:
 	VZEROUPPER
 	RET

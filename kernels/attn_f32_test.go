@@ -112,3 +112,47 @@ func TestAttnExp(t *testing.T) {
 		t.Errorf("attnExp(NaN) = %v, want 0", got)
 	}
 }
+
+// AttendF32Shared gives each query AttendF32's bits over its own prefix of the rows, for
+// every number of queries (groups of four with a short last one), lengths equal and
+// different (each query's own last rows), head sizes with and without a 64-wide block, and
+// with the 512-bit values pass on and off.
+func TestAttendF32Shared(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	wide := avx512AttnSwitch(true)
+	defer avx512AttnSwitch(wide)
+	for _, hd := range []int{8, 24, 64, 80, 128} {
+		for _, nq := range []int{1, 2, 3, 4, 5, 8, 15, 16} {
+			for _, base := range []int{1, 7, 8, 9, 64, 203} {
+				for _, spread := range []int{0, 1, 5} {
+					for _, w := range []bool{wide, false} {
+						avx512AttnSwitch(w)
+						q0, k, v, rows, off, stride := attnCase(r, base+spread, hd, 4)
+						qs, outs, ns := make([][]float32, nq), make([][]float32, nq), make([]int, nq)
+						scratch := 0
+						for i := range qs {
+							qs[i] = make([]float32, hd)
+							for d := range qs[i] {
+								qs[i][d] = q0[d] * float32(r.NormFloat64())
+							}
+							outs[i] = make([]float32, hd)
+							ns[i] = base + r.IntN(spread+1)
+							scratch += ns[i]
+						}
+						AttendF32Shared(outs, qs, ns, k, v, rows, off, stride, 0.125, make([]float32, scratch))
+						for i := range qs {
+							want := make([]float32, hd)
+							AttendF32(want, qs[i], k, v, rows[:ns[i]], off, stride, 0.125, make([]float32, ns[i]))
+							for d := range want {
+								if math.Float32bits(outs[i][d]) != math.Float32bits(want[d]) {
+									t.Fatalf("hd %d queries %d lengths %v 512-bit %v: query %d out[%d] = %v, AttendF32 %v",
+										hd, nq, ns, w, i, d, outs[i][d], want[d])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -162,6 +162,14 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		return r.linear(a.o, ctx, r.attnOut)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	if units := r.sharedUnits(); units != nil {
+		r.m.pool.Run(len(units), 1, func(worker, lo, hi int) {
+			for _, u := range units[lo:hi] {
+				r.attendShared(worker, layer, u, q, ctx, scale)
+			}
+		})
+		return r.linear(a.o, ctx, r.attnOut)
+	}
 	r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			t, h := balanced(u, r.n, c.NumHeads)
@@ -174,6 +182,75 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		}
 	})
 	return r.linear(a.o, ctx, r.attnOut)
+}
+
+// sharedTokens is the most tokens a chunk may have for its queries to be attended per KV
+// head (sharedUnits): decode and verify passes, not prefill, whose tokens' contexts differ
+// too much to share and whose work the per-head split balances (balanced).
+const sharedTokens = 8
+
+// sharedAttn turns sharedUnits on (off: head by head, the same bits), for benchmarks.
+var sharedAttn = true
+
+// attnUnit is queries q0..q1−1 of one KV head kh of chunk ch, numbered token-major: query
+// u is head kh·group + u mod group of the chunk's token u / group (t0: the chunk's first
+// token in the pass).
+type attnUnit struct{ ch, t0, kh, q0, q1 int }
+
+// sharedUnits splits a pass over the f32 cache into units of queries that read the same
+// cache rows (one KV head of one sequence, kernels.AttendF32Shared), or returns nil where
+// the pass attends head by head: a chunk of more than sharedTokens tokens, or a sliding
+// window (its tokens' first positions differ). A (chunk, KV head)'s queries are split in
+// parts so that the pool gets at least two units per worker (one token of SmolLM2 has
+// three KV heads for two workers) and no part holds more than kernels.AttnSharedMax.
+func (r *run) sharedUnits() []attnUnit {
+	c := r.m.cfg
+	if c.SlidingWindow > 0 || !sharedAttn {
+		return nil
+	}
+	for i := range r.chunks {
+		if len(r.chunks[i].tokens) > sharedTokens {
+			return nil
+		}
+	}
+	group := c.NumHeads / c.NumKVHeads
+	groups := len(r.chunks) * c.NumKVHeads
+	want := 2 * r.m.pool.Threads()
+	units, t0 := r.units[:0], 0
+	for i := range r.chunks {
+		nq := len(r.chunks[i].tokens) * group
+		parts := max((want+groups-1)/groups, (nq+kernels.AttnSharedMax-1)/kernels.AttnSharedMax)
+		parts = min(parts, nq)
+		for kh := range c.NumKVHeads {
+			for p := range parts {
+				units = append(units, attnUnit{ch: i, t0: t0, kh: kh, q0: p * nq / parts, q1: (p + 1) * nq / parts})
+			}
+		}
+		t0 += len(r.chunks[i].tokens)
+	}
+	r.units = units
+	return units
+}
+
+// attendShared attends unit u's queries over their sequence's f32 cache at layer in one
+// kernels.AttendF32Shared call (each query's result is AttendF32's: the same bits as the
+// head-by-head path).
+func (r *run) attendShared(worker, layer int, u attnUnit, q, ctx []float32, scale float32) {
+	c := r.m.cfg
+	hd := c.HeadDim
+	group := c.NumHeads / c.NumKVHeads
+	ch := &r.chunks[u.ch]
+	kv := ch.kv
+	qs, outs, ns := r.shQ[worker][:0], r.shOut[worker][:0], r.shN[worker][:0]
+	for x := u.q0; x < u.q1; x++ {
+		j, h := x/group, u.kh*group+x%group
+		i := (u.t0+j)*c.NumHeads + h
+		qs = append(qs, q[i*hd:(i+1)*hd])
+		outs = append(outs, ctx[i*hd:(i+1)*hd])
+		ns = append(ns, ch.start+j+1)
+	}
+	rows := r.kvRows(worker, kv, 0, ch.start+(u.q1-1)/group)
+	kernels.AttendF32Shared(outs, qs, ns, kv.store.k[layer], kv.store.v[layer], rows, u.kh*hd, c.NumKVHeads*hd, scale, r.scores[worker])
 }
 
 // attendsTiled reports whether token j of ch is attended over the f16 cache in tiles

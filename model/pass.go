@@ -96,6 +96,9 @@ type run struct {
 	q16                        [][]float32 // per worker, a query head rounded to f16
 	rows                       [][]int32   // per worker, the cache rows of the attended positions
 	rowsKey                    []rowsKey   // per worker, what rows holds
+	units                      []attnUnit  // the pass's shared-attention units (sharedUnits)
+	shQ, shOut                 [][][]float32
+	shN                        [][]int // per worker, a unit's queries, outputs and lengths
 
 	headIn, logits []float32 // final-normed rows that want logits, and their logits
 	sparse         []sparseRow
@@ -309,6 +312,12 @@ func (r *run) workers(m *Model, ctx int) {
 		r.q16 = make([][]float32, nw)
 		r.rows = make([][]int32, nw)
 		r.rowsKey = make([]rowsKey, nw)
+		r.shQ, r.shOut, r.shN = make([][][]float32, nw), make([][][]float32, nw), make([][]int, nw)
+		for w := range nw {
+			r.shQ[w] = make([][]float32, 0, kernels.AttnSharedMax)
+			r.shOut[w] = make([][]float32, 0, kernels.AttnSharedMax)
+			r.shN[w] = make([]int, 0, kernels.AttnSharedMax)
+		}
 	}
 	for w := range r.scores {
 		if cap(r.rows[w]) < ctx {
@@ -319,7 +328,8 @@ func (r *run) workers(m *Model, ctx int) {
 		if m.kvF16 {
 			r.q16[w] = grow(r.q16[w], m.cfg.HeadDim)
 		} else {
-			r.scores[w] = grow(r.scores[w], ctx)
+			// a shared unit's queries (sharedUnits) take a row of weights each
+			r.scores[w] = grow(r.scores[w], kernels.AttnSharedMax*ctx)
 		}
 	}
 }

@@ -18,9 +18,10 @@ import (
 // of all n, as a speculative step verifies n−1 drafted tokens (and the one before them).
 // Decode is bound by the weight reads, so a pass of a few tokens should cost about one
 // decode step (n = 1) when the products read each weight block once for all n. Each n runs
-// without the small-n kernels (old) and then with them (new) in every iteration, and the
+// in every iteration without something under study (old) and then with it (new), and the
 // medians of each are reported in ms, so the two are compared in the same moments of a
-// shared machine. The models: the GGUF files in TOKENWISE_VERIFY_GGUF (comma-separated),
+// shared machine: TOKENWISE_VERIFY_AB=smalln (the default) the small-n product kernels,
+// shared the attention of a KV head's queries in one pass (sharedUnits). The models: the GGUF files in TOKENWISE_VERIFY_GGUF (comma-separated),
 // else SmolLM2-135M Q4_1 from the refs; one worker unless TOKENWISE_VERIFY_THREADS says:
 //
 //	TOKENWISE_VERIFY_GGUF=a.gguf,b.gguf go test ./model -run '^$' -bench VerifyPass -benchtime 40x
@@ -69,11 +70,16 @@ func BenchmarkVerifyPass(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("%s/t=%d/n=%d", filepath.Base(path), threads, n), func(b *testing.B) {
 				defer kernels.SetSmallN(kernels.SetSmallN(true))
+				defer func(v bool) { sharedAttn = v }(sharedAttn)
+				ab := func(on bool) { kernels.SetSmallN(on) }
+				if os.Getenv("TOKENWISE_VERIFY_AB") == "shared" {
+					ab = func(on bool) { sharedAttn = on }
+				}
 				ch := []Chunk{{Tokens: ids[prompt : prompt+n], Start: prompt, Blocks: blocks, LogitsAt: at}}
 				var times [2][]time.Duration
 				for b.Loop() {
 					for k := range 2 {
-						kernels.SetSmallN(k == 1)
+						ab(k == 1)
 						t0 := time.Now()
 						if _, err := pc.Forward(ch); err != nil {
 							b.Fatal(err)
