@@ -65,7 +65,7 @@ func TestCalibrate(t *testing.T) {
 	if !e.Idle() || len(e.seqs) != 0 || e.Scheduler().KV().NumFree() != free {
 		t.Errorf("after Calibrate: idle %v, %d sequences, %d blocks free (before: %d)", e.Idle(), len(e.seqs), e.Scheduler().KV().NumFree(), free)
 	}
-	if e.pkept != 0 || e.pmissed != 0 {
+	if e.pkept != [maxSources]float64{} || e.pmissed != [maxSources]float64{} {
 		t.Errorf("Calibrate's drafts counted in the acceptance rate: %g kept, %g missed", e.pkept, e.pmissed)
 	}
 
@@ -125,7 +125,7 @@ func TestAcceptancePrior(t *testing.T) {
 		}
 	}
 	add(1, true)
-	if p := e.acceptance(e.seqs[1]); p != 0.5 {
+	if p := e.acceptance(e.seqs[1], 0); p != 0.5 {
 		t.Errorf("fresh engine: acceptance %g, want 0.5", p)
 	}
 	var st Stats
@@ -142,7 +142,7 @@ func TestAcceptancePrior(t *testing.T) {
 		t.Fatalf("the wrong drafts: %d drafted, %d kept", st.DraftedTokens, st.AcceptedDrafts)
 	}
 	add(2, false)
-	p := e.acceptance(e.seqs[2])
+	p := e.acceptance(e.seqs[2], 0)
 	if p > 0.1 {
 		t.Errorf("after a sequence whose %d drafts all failed: a new one starts at acceptance %g", st.DraftedTokens, p)
 	}
@@ -214,5 +214,77 @@ func TestCalibrationUnderLoad(t *testing.T) {
 	}
 	if want := 141.6 * 6 / 98.4; math.Abs(got3-want) > 1e-9 {
 		t.Errorf("3 tokens, still Calibrate's alone: %.3g, want %.3g", got3, want)
+	}
+}
+
+// twoSources drafts from two sources by the parity of the sequence's length: source 0 the
+// oracle's right tokens, source 1 wrong ones (engine.Sourced).
+type twoSources struct{ o *oracle }
+
+func (p twoSources) Propose(tokens []int, k int) []int {
+	d, _ := p.ProposeSource(tokens, k)
+	return d
+}
+
+func (p twoSources) ProposeSource(tokens []int, k int) ([]int, int) {
+	if len(tokens)%2 == 0 {
+		return p.o.Propose(tokens, k), 0
+	}
+	w := *p.o
+	w.wrong = true
+	return w.Propose(tokens, k), 1
+}
+
+// TestAcceptanceBySource: each draft source is judged by its own acceptance. After steps
+// in which source 0's drafts were all kept and source 1's first draft always failed, source
+// 0 drafts the most the costs allow and source 1 none (its drafts become shadows); a source
+// with no history starts from the engine's rate over all. One estimate for all sources
+// (before) put both at 0.77, and source 1 drafted four tokens a step that all failed. Then a
+// run whose proposer alternates between a right and a wrong source keeps the plain run's
+// output and drafts.
+func TestAcceptanceBySource(t *testing.T) {
+	e, s := &Engine{costs: &stepCosts{}}, &seqState{}
+	e.costs.set([]StepCost{{1, 10}, {2, 10.5}, {3, 11}, {4, 11.5}, {5, 12}})
+	for range 10 {
+		s.src = 0
+		s.learn(e, 4, 4)
+		s.src = 1
+		s.learn(e, 4, 0)
+	}
+	p0, p1, p2 := e.acceptance(s, 0), e.acceptance(s, 1), e.acceptance(s, 2)
+	if p0 < 0.8 || p1 > 0.2 {
+		t.Errorf("acceptance: source 0 (all kept) %.3g, source 1 (all failed) %.3g", p0, p1)
+	}
+	if k0, k1 := e.costs.draftLen(4, 1, p0), e.costs.draftLen(4, 1, p1); k0 != 4 || k1 != 0 {
+		t.Errorf("draft lengths: source 0 %d, source 1 %d; want 4 and 0", k0, k1)
+	}
+	all := (e.pkept[0] + e.pkept[1]) / (e.pkept[0] + e.pkept[1] + e.pmissed[0] + e.pmissed[1])
+	if math.Abs(p2-all) > 1e-12 {
+		t.Errorf("a source with no history: %.6g, want the engine's rate over all sources %.6g", p2, all)
+	}
+
+	m, tok := synthFrom(t, "llama3", archSynth["llama"], `{"bos_token_id":128000,"eos_token_id":[128001,128009]}`)
+	t.Cleanup(func() { m.Close() })
+	ctx := context.Background()
+	prompt := tok.Encode("Once upon a time", true)
+	const n = 96
+	plain, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: n, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Steps priced as a bandwidth-bound CPU prices them: drafts nearly free.
+	costsOf(m).set([]StepCost{{1, 10}, {2, 10.5}, {3, 11}, {4, 11.5}, {5, 12}})
+	o := &oracle{prompt: prompt, ids: plain.IDs, vocab: tok.VocabSize()}
+	res, err := Generate(ctx, m, tok, prompt, Options{MaxTokens: n, IgnoreEOS: true, Proposer: twoSources{o}, MaxDraft: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.IDs, plain.IDs) {
+		t.Fatalf("ids %v\nwithout drafts %v", res.IDs, plain.IDs)
+	}
+	tm := res.Timing
+	t.Logf("%d drafted, %d kept, %d decode steps", tm.DraftedTokens, tm.AcceptedDrafts, tm.DecodeSteps)
+	if tm.AcceptedDrafts < n/2 {
+		t.Errorf("%d drafted, %d kept: want the right source's drafts kept", tm.DraftedTokens, tm.AcceptedDrafts)
 	}
 }

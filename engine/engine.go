@@ -219,9 +219,9 @@ type Engine struct {
 	costs     *stepCosts
 	wholeHead bool
 	// pkept and pmissed are kept and missed over the proposer drafts of every sequence
-	// (verified, and shadow ones), decaying by 0.98 an observation: a new sequence starts
-	// from this rate instead of a guess (see Add).
-	pkept, pmissed float64
+	// (verified, and shadow ones), per draft source (Sourced), decaying by 0.98 an
+	// observation: a new sequence starts from this rate instead of a guess (see Add).
+	pkept, pmissed [maxSources]float64
 	// calib, while Calibrate runs, collects decode steps' durations by their tokens.
 	calib map[int][]float64
 
@@ -274,9 +274,11 @@ type seqState struct {
 	gen      int
 	tokens   []int // prompt and output, for the proposer
 	// kept and missed count, with decay, drafts verification kept and the first rejected
-	// draft of each step: with the engine's rate as a prior they estimate the chance that a
-	// draft is kept (Engine.acceptance).
-	kept, missed float64
+	// draft of each step, per draft source: with the engine's rate as a prior they estimate
+	// the chance that a draft is kept (Engine.acceptance). src is the source of the
+	// pending proposer draft (or shadow).
+	kept, missed [maxSources]float64
+	src          int
 	// shadow is a draft not verified (speculation paused): the next token produced tells
 	// whether it would have been kept, at no cost, so speculation resumes when drafts start
 	// matching again.
@@ -673,13 +675,33 @@ func (s *seqState) learn(e *Engine, n, a int) {
 		}
 	}
 	if n > nf && a >= nf { // the proposer's drafts were reached
-		ap := a - nf
-		s.kept, s.missed = 0.8*s.kept+float64(ap), 0.8*s.missed
+		ap, i := a-nf, s.src
+		s.kept[i], s.missed[i] = 0.8*s.kept[i]+float64(ap), 0.8*s.missed[i]
 		if ap < n-nf {
-			s.missed++
+			s.missed[i]++
 		}
-		e.observeAcceptance(ap, ap < n-nf)
+		e.observeAcceptance(i, ap, ap < n-nf)
 	}
+}
+
+// maxSources is the most draft sources told apart; a chain's later members share the last.
+const maxSources = 4
+
+// Sourced is a Proposer that says which of its sources drafted (spec.Chain: the index of
+// the member), so that each source's drafts are judged by their own acceptance. Another
+// Proposer is one source.
+type Sourced interface {
+	ProposeSource(tokens []int, k int) ([]int, int)
+}
+
+// proposeSource asks p for up to k drafts and their source, in [0, maxSources).
+func proposeSource(p Proposer, tokens []int, k int) ([]int, int) {
+	sp, ok := p.(Sourced)
+	if !ok {
+		return p.Propose(tokens, k), 0
+	}
+	d, src := sp.ProposeSource(tokens, k)
+	return d, min(max(src, 0), maxSources-1)
 }
 
 // acceptance estimates the chance that the sequence's next proposer draft is kept: its own
@@ -691,21 +713,34 @@ func (s *seqState) learn(e *Engine, n, a int) {
 // a new sequence's first steps: on text nothing predicts it does not open with a draft
 // step that fails, on extraction traffic it drafts from its first step. With no history
 // yet the prior is one kept draft in two.
-func (e *Engine) acceptance(s *seqState) float64 {
+//
+// All of it per draft source (Sourced): a chain's members are kept at rates far apart (on
+// the bench's extraction answers, 78% of first drafts after a prompt match of two or
+// three tokens, 29% after one), and one rate for all of them drafted as far after a weak
+// match as after a strong one. A source with no engine history of its own starts from the
+// engine's rate over all sources.
+func (e *Engine) acceptance(s *seqState, src int) float64 {
 	pg := 0.5
-	if t := e.pkept + e.pmissed; t >= 2 {
-		pg = e.pkept / t
+	var k, m float64
+	for i := range maxSources {
+		k, m = k+e.pkept[i], m+e.pmissed[i]
 	}
-	return (s.kept + 2*pg) / (s.kept + s.missed + 2)
+	if k+m >= 2 {
+		pg = k / (k + m)
+	}
+	if t := e.pkept[src] + e.pmissed[src]; t >= 2 {
+		pg = e.pkept[src] / t
+	}
+	return (s.kept[src] + 2*pg) / (s.kept[src] + s.missed[src] + 2)
 }
 
-// observeAcceptance adds a sequence's step to the engine's acceptance rate (pkept, pmissed).
-// Calibrate's arbitrary drafts are not counted.
-func (e *Engine) observeAcceptance(kept int, miss bool) {
+// observeAcceptance adds a sequence's step to the engine's acceptance rate of draft source
+// src (pkept, pmissed). Calibrate's arbitrary drafts are not counted.
+func (e *Engine) observeAcceptance(src, kept int, miss bool) {
 	if e.calib != nil {
 		return
 	}
-	e.pkept, e.pmissed = 0.98*e.pkept+float64(kept), 0.98*e.pmissed+float64(b2i(miss))
+	e.pkept[src], e.pmissed[src] = 0.98*e.pkept[src]+float64(kept), 0.98*e.pmissed[src]+float64(b2i(miss))
 }
 
 func b2i(b bool) int {
@@ -744,20 +779,23 @@ func (s *seqState) propose(e *Engine, sampling int) []int {
 			}
 		}
 	}
-	if s.req.Proposer != nil {
-		kp := length(e.acceptance(s))
-		if kp == 0 && len(draft) == 0 {
-			if d := s.req.Proposer.Propose(s.tokens, 1); len(d) > 0 {
-				s.shadow = d[0]
-			}
+	if s.req.Proposer != nil && k > len(draft) {
+		// The longest draft first, then as much of it as its source's acceptance pays for
+		// (a proposer's shorter draft is a prefix of its longer one).
+		ctx := s.tokens
+		if len(draft) > 0 {
+			ctx = append(slices.Clone(s.tokens), draft...)
 		}
-		if kp > len(draft) {
-			ctx := s.tokens
-			if len(draft) > 0 {
-				ctx = append(slices.Clone(s.tokens), draft...)
+		more, src := proposeSource(s.req.Proposer, ctx, k-len(draft))
+		if len(more) > 0 {
+			s.src = src
+			kp := length(e.acceptance(s, src))
+			if kp == 0 && len(draft) == 0 {
+				s.shadow = more[0]
 			}
-			more := s.req.Proposer.Propose(ctx, kp-len(draft))
-			draft = append(draft, more[:min(len(more), kp-len(draft))]...)
+			if kp > len(draft) {
+				draft = append(draft, more[:min(len(more), kp-len(draft))]...)
+			}
 		}
 	}
 	if s.matcher != nil { // a draft the grammar rejects is not worth verifying

@@ -194,10 +194,21 @@ type Chain []interface {
 
 // Propose returns the first non-empty draft of the chain's proposers.
 func (c Chain) Propose(tokens []int, k int) []int {
-	for _, p := range c {
+	d, _ := c.ProposeSource(tokens, k)
+	return d
+}
+
+// ProposeSource is Propose, and which of the chain's proposers drafted (its index; -1:
+// none). Drafts from different evidence are kept at different rates, and the engine keeps
+// an acceptance estimate per source (engine.Sourced). In the replay of the bench's greedy
+// extraction answers through prompt,domain (Proposers), the first draft was kept 78% of the
+// time after a prompt match of two or three tokens, 71% from the domain index, and 29%
+// after a one-token prompt match.
+func (c Chain) ProposeSource(tokens []int, k int) ([]int, int) {
+	for i, p := range c {
 		if d := p.Propose(tokens, k); len(d) > 0 {
-			return d
+			return d, i
 		}
 	}
-	return nil
+	return nil, -1
 }
