@@ -16,7 +16,9 @@ import (
 // does, and reports decode steps per output token and the share of drafts kept. Greedy
 // output does not depend on the drafts, so this is what a proposer would save on those
 // answers, without the timing noise of a served run (the engine's cost rule, which shortens
-// drafts where they do not pay, is left out). Answers are re-tokenized from their text.
+// drafts where they do not pay, is left out). Answers are re-tokenized from their text. For
+// prompt,domain it also reports how often each member's first draft is kept (the engine
+// judges each source by its own rate: Engine.acceptance).
 //
 //	go test ./engine -run '^$' -bench DraftReplay -benchtime 1x
 func BenchmarkDraftReplay(b *testing.B) {
@@ -41,8 +43,10 @@ func BenchmarkDraftReplay(b *testing.B) {
 		for _, list := range []string{"prompt", "domain", "prompt,domain", "chain"} {
 			b.Run(kind+"/"+list, func(b *testing.B) {
 				var steps, tokens, drafted, kept int
+				var first, firstKept [3]int // per member of the chain: first drafts, kept
 				for b.Loop() {
 					steps, tokens, drafted, kept = 0, 0, 0, 0
+					first, firstKept = [3]int{}, [3]int{}
 					idx := spec.NewIndex(3, 1<<18) // serve's empty index (cli.newDraftIndex)
 					c, err := spec.Proposers(list, idx)
 					if list == "chain" {
@@ -55,10 +59,14 @@ func BenchmarkDraftReplay(b *testing.B) {
 						seq := tk.Encode(prompts[i], false)
 						a := tk.Encode(answers[i], false)
 						for g := 0; g < len(a); {
-							d := c.Propose(seq, min(4, len(a)-g-1))
+							d, src := c.ProposeSource(seq, min(4, len(a)-g-1))
 							n := 0
 							for n < len(d) && d[n] == a[g+n] {
 								n++
+							}
+							if len(d) > 0 && src < len(first) {
+								first[src]++
+								firstKept[src] += min(n, 1)
 							}
 							drafted, kept = drafted+len(d), kept+n
 							seq = append(seq, a[g:g+n+1]...)
@@ -71,6 +79,11 @@ func BenchmarkDraftReplay(b *testing.B) {
 				}
 				b.ReportMetric(float64(steps)/float64(tokens), "steps/token")
 				b.ReportMetric(float64(kept)/float64(max(drafted, 1)), "kept/drafted")
+				if list == "prompt,domain" { // its members: prompt 2-3, the index, prompt 1
+					for i, name := range []string{"prompt23", "index", "prompt1"} {
+						b.ReportMetric(float64(firstKept[i])/float64(max(first[i], 1)), "first-kept-"+name)
+					}
+				}
 			})
 		}
 	}
