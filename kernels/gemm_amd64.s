@@ -2502,3 +2502,80 @@ TEXT ·matVecTileF32Z(SB), NOSPLIT, $0-40
 	MOVQ R11, R8
 	SHLQ $2, R8
 	MATVEC_TILE(WLD_F32, 64, PF_LINES8)
+
+// func q8ScalesF16(raw *float32, sums *int32, d, s, d8, s8 *float32, groups int, withSum int)
+//
+// qact.quantize's scales for groups×8 blocks, eight at a time: d = raw rounded to f16 (and
+// back), s = (raw·float(sum)) rounded to f16 where withSum ≠ 0, and each block's d (and s)
+// repeated eight times into d8 (s8). VCVTPS2PH rounds to nearest even, as tensor.F32ToF16
+// does, so the values are f16Round's.
+TEXT ·q8ScalesF16(SB), NOSPLIT, $0-64
+	MOVQ raw+0(FP), SI
+	MOVQ sums+8(FP), BX
+	MOVQ d+16(FP), DI
+	MOVQ s+24(FP), R8
+	MOVQ d8+32(FP), R9
+	MOVQ s8+40(FP), R10
+	MOVQ groups+48(FP), CX
+	MOVQ withSum+56(FP), DX
+	TESTQ CX, CX
+	JZ q8sdone
+
+q8sloop:
+	VMOVUPS (SI), Y0
+	VCVTPS2PH $0, Y0, X1
+	VCVTPH2PS X1, Y1
+	VMOVUPS Y1, (DI)
+	VBROADCASTSS 0(DI), Y2
+	VMOVUPS Y2, 0(R9)
+	VBROADCASTSS 4(DI), Y2
+	VMOVUPS Y2, 32(R9)
+	VBROADCASTSS 8(DI), Y2
+	VMOVUPS Y2, 64(R9)
+	VBROADCASTSS 12(DI), Y2
+	VMOVUPS Y2, 96(R9)
+	VBROADCASTSS 16(DI), Y2
+	VMOVUPS Y2, 128(R9)
+	VBROADCASTSS 20(DI), Y2
+	VMOVUPS Y2, 160(R9)
+	VBROADCASTSS 24(DI), Y2
+	VMOVUPS Y2, 192(R9)
+	VBROADCASTSS 28(DI), Y2
+	VMOVUPS Y2, 224(R9)
+	TESTQ DX, DX
+	JZ q8snext
+	VCVTDQ2PS (BX), Y3
+	VMULPS Y3, Y0, Y3
+	VCVTPS2PH $0, Y3, X4
+	VCVTPH2PS X4, Y4
+	VMOVUPS Y4, (R8)
+	VBROADCASTSS 0(R8), Y2
+	VMOVUPS Y2, 0(R10)
+	VBROADCASTSS 4(R8), Y2
+	VMOVUPS Y2, 32(R10)
+	VBROADCASTSS 8(R8), Y2
+	VMOVUPS Y2, 64(R10)
+	VBROADCASTSS 12(R8), Y2
+	VMOVUPS Y2, 96(R10)
+	VBROADCASTSS 16(R8), Y2
+	VMOVUPS Y2, 128(R10)
+	VBROADCASTSS 20(R8), Y2
+	VMOVUPS Y2, 160(R10)
+	VBROADCASTSS 24(R8), Y2
+	VMOVUPS Y2, 192(R10)
+	VBROADCASTSS 28(R8), Y2
+	VMOVUPS Y2, 224(R10)
+
+q8snext:
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $256, R9
+	ADDQ $256, R10
+	DECQ CX
+	JNZ q8sloop
+
+q8sdone:
+	VZEROUPPER
+	RET

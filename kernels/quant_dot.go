@@ -82,7 +82,7 @@ func (a *qact) quantize(x []float32, withSum bool) {
 			raw[b], sums[b] = quantBlockQ8((*[32]float32)(x[b*32:]), (*[32]int8)(a.q[b*32:]))
 		}
 	}
-	for b := range nb {
+	for b := asmQ8Scales(raw, sums, a.d, a.s, a.d8, a.s8, withSum); b < nb; b++ {
 		d, sum := raw[b], sums[b]
 		a.d[b] = f16Round(d)
 		if withSum {

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -551,5 +552,61 @@ func testQ4AMXKernels(t *testing.T, rng *rand.Rand, dt tensor.DType, rows, cols 
 				}
 			})
 		}
+	}
+}
+
+// qact.quantize's scales from the F16C assembly (asmQ8Scales) equal the Go loop's, bit for
+// bit: activations from f16's subnormal range to its largest values, blocks of zeros, with
+// and without the sums' scale (Q8_1 and Q8_0), every count of blocks past the groups of eight.
+func TestQ8ScalesAsm(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, nb := range []int{1, 7, 8, 9, 16, 23, 240} {
+		for _, withSum := range []bool{true, false} {
+			x := make([]float32, nb*32)
+			for i := range x {
+				scale := math.Pow(10, float64(r.IntN(12)-8)) // 1e-8 .. 1e3
+				x[i] = float32(r.NormFloat64() * scale)
+			}
+			for i := range 32 { // one block of zeros
+				x[i] = 0
+			}
+			var a qact
+			a.quantize(x, withSum)
+			want := qact{d: make([]float32, nb), s: make([]float32, nb), d8: make([]float32, 8*nb), s8: make([]float32, 8*nb)}
+			for b := range nb {
+				want.d[b] = f16Round(a.raw[b])
+				if withSum {
+					want.s[b] = f16Round(a.raw[b] * float32(a.sums[b]))
+				}
+				for i := range 8 {
+					want.d8[8*b+i], want.s8[8*b+i] = want.d[b], want.s[b]
+				}
+			}
+			for b := range nb {
+				if math.Float32bits(a.d[b]) != math.Float32bits(want.d[b]) || a.d8[8*b+7] != want.d[b] {
+					t.Fatalf("%d blocks, sums %v: block %d d %v (d8 %v), want %v", nb, withSum, b, a.d[b], a.d8[8*b+7], want.d[b])
+				}
+				if withSum && (math.Float32bits(a.s[b]) != math.Float32bits(want.s[b]) || a.s8[8*b+3] != want.s[b]) {
+					t.Fatalf("%d blocks: block %d s %v (s8 %v), want %v", nb, b, a.s[b], a.s8[8*b+3], want.s[b])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQuantizeQ8 is qact.quantize on the activations of SmolLM2's products in a
+// five-token verify pass (576 and 1536 columns) and one token's.
+func BenchmarkQuantizeQ8(b *testing.B) {
+	for _, n := range []int{576, 5 * 576, 5 * 1536} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i%97) * 0.01
+		}
+		var a qact
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				a.quantize(x, true)
+			}
+		})
 	}
 }
