@@ -28,7 +28,7 @@ PORT=${PORT:-8097}
 refs=${TOKENWISE_REFS:-$PWD/.cache/refs}
 model=${MODEL:-$refs/smollm2/smollm2-135m-instruct-q4_1.gguf}
 llama=${LLAMA_DIR:-$PWD/.cache/llama.cpp-spec}
-out=.cache/bench-speculate
+out=${OUT:-.cache/bench-speculate} # the answers, prompts and logs (OUT=DIR: elsewhere)
 mkdir -p "$out"
 [ -f "$model" ] || { echo "no model $model (run scripts/setup-refs.sh)" >&2; exit 1; }
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; model $model" >&2
