@@ -70,7 +70,7 @@ func BenchmarkAttendF32Shared(b *testing.B) {
 					for i := range rows {
 						rows[i] = int32(i)
 					}
-					scratch := make([]float32, nq*m)
+					scratch := make([]float32, nq*(m+hd))
 					b.ResetTimer()
 					for range b.N {
 						if shared {

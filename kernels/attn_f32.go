@@ -43,7 +43,8 @@ const AttnSharedMax = 16
 // sequence's cache (the query heads of a group, for one or several tokens): each result is
 // AttendF32(outs[i], qs[i], k, v, rows[:ns[i]], off, stride, scale, ·), bit for bit. What
 // it shares is the reading: the cache rows that several queries attend are loaded once for
-// all of them. scratch holds at least Σ ns[i] floats. Why: one query head's attention
+// all of them. scratch holds at least Σ ns[i] floats, and with len(qs)·head size more the
+// scores of pairs of queries run in 512-bit registers. Why: one query head's attention
 // streams its rows from the second-level cache at 7–10 ns a position on this machine; the
 // queries of a KV head (three in SmolLM2, fifteen in a five-token verify pass) read the
 // same rows. BenchmarkAttendF32Shared.

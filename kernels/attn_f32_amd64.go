@@ -75,6 +75,16 @@ func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, 
 func attnScoresGroupAVX2(qs **float32, nq int, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores **float32, mx *float32)
 
 //go:noescape
+func attnScoresPairsAVX512(qp *float32, npairs int, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores **float32, mx *float32, idx *int32)
+
+// pairIdx are attnScoresPairsAVX512's VPERMT2PS indices: each 256-bit half's g0 and g1 low
+// 128-bit lanes, then their high ones (attnScoresAVX2's VPERM2F128 0x20 and 0x31 per half).
+var pairIdx = [32]int32{
+	0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27,
+	4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31,
+}
+
+//go:noescape
 func attnValues64x4AVX512(outs **float32, chunks int, v *float32, rows *int32, n int, stride int, ws **float32)
 
 // simdAttendF32Shared is AttendF32Shared in assembly: the scores of every query over the
@@ -128,7 +138,24 @@ func simdAttendF32Shared(outs, qs [][]float32, ns []int, k, v []float32, rows []
 	pk := (*float32)(unsafe.Pointer(&k[off]))
 	g := nmin / 8
 	if g > 0 {
-		attnScoresGroupAVX2(&qp[0], nq, 4*hd, pk, &rows[0], g, stride, scale, &sp[0], &mx[0][0])
+		done := 0
+		if pairs := nq / 2; pairs > 0 && useAVX512Attn && len(scratch) >= at+2*pairs*hd {
+			// Pairs of queries in 512-bit registers, their dimensions interleaved by eight
+			// (in scratch after the scores).
+			qpair := scratch[at : at+2*pairs*hd]
+			for p := range pairs {
+				a, b, dst := qs[2*p], qs[2*p+1], qpair[2*p*hd:]
+				for d := 0; d < hd; d += 8 {
+					copy(dst[2*d:2*d+8], a[d:d+8])
+					copy(dst[2*d+8:2*d+16], b[d:d+8])
+				}
+			}
+			attnScoresPairsAVX512(&qpair[0], pairs, 4*hd, pk, &rows[0], g, stride, scale, &sp[0], &mx[0][0], &pairIdx[0])
+			done = 2 * pairs
+		}
+		if done < nq {
+			attnScoresGroupAVX2(&qp[done], nq-done, 4*hd, pk, &rows[0], g, stride, scale, &sp[done], &mx[done][0])
+		}
 	}
 	for i := range nq {
 		m := mx[i][0]

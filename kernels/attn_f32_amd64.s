@@ -386,3 +386,143 @@ xpos:
 xdone:
 	VZEROUPPER
 	RET
+
+// func attnScoresPairsAVX512(qp *float32, npairs int, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores **float32, mx *float32, idx *int32)
+//
+// attnScoresGroupAVX2 for npairs pairs of queries in 512-bit registers: qp holds each
+// pair's queries interleaved by eight dimensions (for each eight, the first query's then
+// the second's: 2·hdb bytes a pair), and a row's eight dimensions, broadcast to both halves,
+// go into one fused multiply-add for both queries. Lane l of a half still sums the products
+// of dimensions ≡ l mod 8 in order, and the pair adds of the reduction (VSHUFPS 0x88 and
+// 0xDD, then an add: VHADDPS's operands in each 128-bit lane) and the final halves'
+// selection (VPERMT2PS by idx: two 16-index vectors) are the eight-lane version's, so the
+// bits are the same. scores[2p] and scores[2p+1] get pair p's scores, mx[16p:16p+16] their
+// running maxima.
+TEXT ·attnScoresPairsAVX512(SB), NOSPLIT, $16-88
+	MOVQ k+24(FP), R15
+	MOVQ rows+32(FP), R12
+	MOVQ R12, rp-8(SP)
+	MOVQ groups+40(FP), R14
+	XORQ R13, R13
+	VBROADCASTSS scale+56(FP), Z10
+	MOVQ idx+80(FP), AX
+	VMOVDQU32 0(AX), Z28
+	VMOVDQU32 64(AX), Z29
+	TESTQ R14, R14
+	JZ pdone
+
+pgroup:
+	MOVQ rp-8(SP), R12
+	MOVLQSX 0(R12), AX
+	IMULQ stride+48(FP), AX
+	LEAQ (R15)(AX*4), AX
+	MOVLQSX 4(R12), BX
+	IMULQ stride+48(FP), BX
+	LEAQ (R15)(BX*4), BX
+	MOVLQSX 8(R12), CX
+	IMULQ stride+48(FP), CX
+	LEAQ (R15)(CX*4), CX
+	MOVLQSX 12(R12), SI
+	IMULQ stride+48(FP), SI
+	LEAQ (R15)(SI*4), SI
+	MOVLQSX 16(R12), DI
+	IMULQ stride+48(FP), DI
+	LEAQ (R15)(DI*4), DI
+	MOVLQSX 20(R12), R8
+	IMULQ stride+48(FP), R8
+	LEAQ (R15)(R8*4), R8
+	MOVLQSX 24(R12), R9
+	IMULQ stride+48(FP), R9
+	LEAQ (R15)(R9*4), R9
+	MOVLQSX 28(R12), R10
+	IMULQ stride+48(FP), R10
+	LEAQ (R15)(R10*4), R10
+	ADDQ $32, R12
+	MOVQ R12, rp-8(SP)
+	XORQ R12, R12
+	MOVQ qp+0(FP), R11
+
+ppair:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ DX, DX
+
+pdims:
+	VMOVUPS (R11)(DX*2), Z8
+	VBROADCASTF32X8 (AX)(DX*1), Z16
+	VBROADCASTF32X8 (BX)(DX*1), Z17
+	VBROADCASTF32X8 (CX)(DX*1), Z18
+	VBROADCASTF32X8 (SI)(DX*1), Z19
+	VBROADCASTF32X8 (DI)(DX*1), Z20
+	VBROADCASTF32X8 (R8)(DX*1), Z21
+	VBROADCASTF32X8 (R9)(DX*1), Z22
+	VBROADCASTF32X8 (R10)(DX*1), Z23
+	VFMADD231PS Z16, Z8, Z0
+	VFMADD231PS Z17, Z8, Z1
+	VFMADD231PS Z18, Z8, Z2
+	VFMADD231PS Z19, Z8, Z3
+	VFMADD231PS Z20, Z8, Z4
+	VFMADD231PS Z21, Z8, Z5
+	VFMADD231PS Z22, Z8, Z6
+	VFMADD231PS Z23, Z8, Z7
+	ADDQ $32, DX
+	CMPQ DX, hdb+16(FP)
+	JLT pdims
+
+	// hadd(a, b) in each 128-bit lane: shuffle 0x88 + shuffle 0xDD.
+	VSHUFPS $0x88, Z1, Z0, Z16
+	VSHUFPS $0xdd, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z11 // h01
+	VSHUFPS $0x88, Z3, Z2, Z16
+	VSHUFPS $0xdd, Z3, Z2, Z17
+	VADDPS Z17, Z16, Z12 // h23
+	VSHUFPS $0x88, Z12, Z11, Z16
+	VSHUFPS $0xdd, Z12, Z11, Z17
+	VADDPS Z17, Z16, Z11 // g0
+	VSHUFPS $0x88, Z5, Z4, Z16
+	VSHUFPS $0xdd, Z5, Z4, Z17
+	VADDPS Z17, Z16, Z12 // h45
+	VSHUFPS $0x88, Z7, Z6, Z16
+	VSHUFPS $0xdd, Z7, Z6, Z17
+	VADDPS Z17, Z16, Z13 // h67
+	VSHUFPS $0x88, Z13, Z12, Z16
+	VSHUFPS $0xdd, Z13, Z12, Z17
+	VADDPS Z17, Z16, Z12 // g1
+	VMOVAPS Z11, Z13
+	VPERMT2PS Z12, Z28, Z13 // sel1: each half's g0.lo, g1.lo
+	VPERMT2PS Z12, Z29, Z11 // sel2: each half's g0.hi, g1.hi
+	VADDPS Z11, Z13, Z13
+	VMULPS Z10, Z13, Z13
+	MOVQ scores+64(FP), DX
+	MOVQ (DX)(R12*8), DX
+	VMOVUPS Y13, (DX)(R13*1)
+	MOVQ scores+64(FP), DX
+	MOVQ 8(DX)(R12*8), DX
+	VEXTRACTF32X8 $1, Z13, (DX)(R13*1)
+	MOVQ R12, DX
+	SHLQ $5, DX
+	ADDQ mx+72(FP), DX
+	VMOVUPS (DX), Z12
+	VMAXPS Z13, Z12, Z12
+	VMOVUPS Z12, (DX)
+
+	MOVQ hdb+16(FP), DX
+	LEAQ (R11)(DX*2), R11
+	ADDQ $2, R12
+	MOVQ npairs+8(FP), DX
+	SHLQ $1, DX
+	CMPQ R12, DX
+	JLT ppair
+	ADDQ $32, R13
+	DECQ R14
+	JNZ pgroup
+
+pdone:
+	VZEROUPPER
+	RET

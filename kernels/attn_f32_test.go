@@ -116,7 +116,7 @@ func TestAttnExp(t *testing.T) {
 // AttendF32Shared gives each query AttendF32's bits over its own prefix of the rows, for
 // every number of queries (groups of four with a short last one), lengths equal and
 // different (each query's own last rows), head sizes with and without a 64-wide block, and
-// with the 512-bit values pass on and off.
+// with the 512-bit passes on and off (and the paired scores with and without their scratch).
 func TestAttendF32Shared(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	wide := avx512AttnSwitch(true)
@@ -138,6 +138,9 @@ func TestAttendF32Shared(t *testing.T) {
 							outs[i] = make([]float32, hd)
 							ns[i] = base + r.IntN(spread+1)
 							scratch += ns[i]
+						}
+						if r.IntN(4) > 0 { // room for the paired scores, mostly
+							scratch += nq * hd
 						}
 						AttendF32Shared(outs, qs, ns, k, v, rows, off, stride, 0.125, make([]float32, scratch))
 						for i := range qs {

@@ -329,7 +329,7 @@ func (r *run) workers(m *Model, ctx int) {
 			r.q16[w] = grow(r.q16[w], m.cfg.HeadDim)
 		} else {
 			// a shared unit's queries (sharedUnits) take a row of weights each
-			r.scores[w] = grow(r.scores[w], kernels.AttnSharedMax*ctx)
+			r.scores[w] = grow(r.scores[w], kernels.AttnSharedMax*(ctx+m.cfg.HeadDim))
 		}
 	}
 }
