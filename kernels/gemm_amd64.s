@@ -2579,3 +2579,42 @@ q8snext:
 q8sdone:
 	VZEROUPPER
 	RET
+
+// func ropeInterleavedAVX2(x, cos, sin *float32, quads int)
+//
+// RopeInterleaved on quads×4 pairs (x0, x1) = (x[2i], x[2i+1]), four pairs a register, with
+// rotate's operations lane for lane: the even lanes x0·c − (x1·s) and the odd ones
+// x0·s + (x1·c), each cross product rounded and then one fused multiply-add (VFMSUB for the
+// even lanes: a·b − c is the fused add of the exactly negated product). The pair-swapped
+// vector gives each lane its partner; cos and sin are widened to one value per lane.
+TEXT ·ropeInterleavedAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), DI
+	MOVQ cos+8(FP), SI
+	MOVQ sin+16(FP), DX
+	MOVQ quads+24(FP), CX
+	TESTQ CX, CX
+	JZ ropedone
+
+ropeloop:
+	VMOVUPS (DI), Y0          // v: x0 x1 | pairs
+	VPERMILPS $0xb1, Y0, Y1   // sw: each pair swapped
+	VPMOVZXDQ (SI), Y2        // c0 0 c1 0 c2 0 c3 0
+	VMOVSLDUP Y2, Y2          // C: c0 c0 c1 c1 c2 c2 c3 c3
+	VPMOVZXDQ (DX), Y3
+	VMOVSLDUP Y3, Y3          // S
+	VMULPS Y3, Y1, Y4         // t1 = sw·S (even lanes: x1·s)
+	VMULPS Y2, Y0, Y5         // t2 = v·C (odd lanes: x1·c)
+	VMOVAPS Y0, Y6
+	VFMSUB213PS Y4, Y2, Y6    // E = v·C − t1
+	VFMADD213PS Y5, Y3, Y1    // O = sw·S + t2
+	VBLENDPS $0xaa, Y1, Y6, Y6 // even lanes from E, odd from O
+	VMOVUPS Y6, (DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	ADDQ $16, DX
+	DECQ CX
+	JNZ ropeloop
+
+ropedone:
+	VZEROUPPER
+	RET

@@ -146,7 +146,7 @@ func RopeInterleaved(x, cos, sin []float32) {
 	h := len(x) / 2
 	cos, sin = cos[:h], sin[:h]
 	x = x[:2*h]
-	for i := range h {
+	for i := asmRopeInterleaved(x, cos, sin); i < h; i++ { // AVX2 (gemm_amd64.s), then the rest
 		x[2*i], x[2*i+1] = rotate(x[2*i], x[2*i+1], cos[i], sin[i])
 	}
 }

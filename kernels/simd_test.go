@@ -132,3 +132,40 @@ func TestRopeHalfMatchesRotate(t *testing.T) {
 		}
 	}
 }
+
+// TestRopeInterleavedMatchesRotate: RopeInterleaved (four pairs at a time in the AVX2
+// assembly) gives rotate's bits for every pair (2i, 2i+1), head sizes with and without a tail
+// past the vector loop, signed zeros, angles from real positions.
+func TestRopeInterleavedMatchesRotate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, d := range []int{2, 8, 10, 64, 128, 134} {
+		freqs := RopeFreqs(d, 1e4)
+		cos, sin := make([]float32, d/2), make([]float32, d/2)
+		for head := range 4000 {
+			RopeAngles(cos, sin, head*37%40960, freqs)
+			x := randVec(rng, d)
+			if head%7 == 0 {
+				x[0], x[1] = 0, float32(math.Copysign(0, -1)) // signed zeros
+			}
+			got := append([]float32(nil), x...)
+			RopeInterleaved(got, cos, sin)
+			for i := range d / 2 {
+				w0, w1 := rotate(x[2*i], x[2*i+1], cos[i], sin[i])
+				if math.Float32bits(got[2*i]) != math.Float32bits(w0) || math.Float32bits(got[2*i+1]) != math.Float32bits(w1) {
+					t.Fatalf("d %d head %d pair %d: RopeInterleaved %g,%g, rotate %g,%g", d, head, i, got[2*i], got[2*i+1], w0, w1)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkRopeInterleaved: one 64-wide head.
+func BenchmarkRopeInterleaved(b *testing.B) {
+	const d = 64
+	cos, sin := make([]float32, d/2), make([]float32, d/2)
+	RopeAngles(cos, sin, 100, RopeFreqs(d, 1e4))
+	x := randVec(rand.New(rand.NewPCG(1, 1)), d)
+	for b.Loop() {
+		RopeInterleaved(x, cos, sin)
+	}
+}
