@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/tokenwise/tokenwise/kernels"
 )
 
 // SamplerParams choose how the next token is picked from the logits.
@@ -201,19 +203,17 @@ func (s *Sampler) Sample(logits []float32) (Choice, error) {
 		w[id] = negInf
 	}
 	// One pass to reject NaN (a broken forward pass must not turn into a
-	// plausible-looking token) and to find the maximum.
-	best, bestV := -1, negInf
-	for i, v := range w {
-		if v != v {
-			return Choice{}, fmt.Errorf("sampler: logit of token %d is NaN", i)
-		}
-		if v > bestV {
-			best, bestV = i, v
-		}
+	// plausible-looking token) and to find the maximum (kernels.ArgMax: SIMD, as it runs
+	// for every logits row of every step).
+	best, nan := kernels.ArgMax(w)
+	if nan {
+		i := slices.IndexFunc(w, func(v float32) bool { return v != v })
+		return Choice{}, fmt.Errorf("sampler: logit of token %d is NaN", i)
 	}
 	if best < 0 {
 		return Choice{}, fmt.Errorf("sampler: every token is masked or has -Inf logit")
 	}
+	bestV := w[best]
 	var ch Choice
 	var lse float32
 	wantLogprobs := s.p.Logprobs || s.p.TopLogprobs > 0
@@ -333,16 +333,19 @@ func (s *Sampler) nextEpoch() uint32 {
 }
 
 func argmax(w []float32) (int, float32) {
-	best, bestV := -1, float32(math.Inf(-1))
-	for i, v := range w {
-		if v > bestV {
-			best, bestV = i, v
+	best, nan := kernels.ArgMax(w)
+	if nan { // not from penalties on finite logits; as before, NaN is passed over
+		best = -1
+		for i, v := range w {
+			if best < 0 && v > float32(math.Inf(-1)) || best >= 0 && v > w[best] {
+				best = i
+			}
 		}
 	}
 	if best < 0 { // penalties cannot make every logit -Inf unless all were
-		best = 0
+		return 0, float32(math.Inf(-1))
 	}
-	return best, bestV
+	return best, w[best]
 }
 
 // draw samples from softmax(w/T) truncated by top-k, top-p and min-p.

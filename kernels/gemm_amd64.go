@@ -476,6 +476,20 @@ func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool {
 }
 
 //go:noescape
+func argmaxAVX2(x *float32, n int) (idx int, nan bool)
+
+// asmArgMax is ArgMax over x's first n&^31 values in assembly; ok is false where it does
+// not run.
+func asmArgMax(x []float32) (idx int, nan, ok bool) {
+	n := len(x) &^ 31
+	if !useAsmGEMM || n == 0 {
+		return 0, false, false
+	}
+	idx, nan = argmaxAVX2(&x[0], n)
+	return idx, nan, true
+}
+
+//go:noescape
 func ropeInterleavedAVX2(x, cos, sin *float32, quads int)
 
 // asmRopeInterleaved rotates the first 4·k pairs of x (RopeInterleaved) in assembly and

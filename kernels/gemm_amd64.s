@@ -2618,3 +2618,88 @@ ropeloop:
 ropedone:
 	VZEROUPPER
 	RET
+
+// func argmaxAVX2(x *float32, n int) (idx int, nan bool)
+//
+// The first index of x's largest value over n floats (n a positive multiple of 32), or
+// nan: some value is NaN. Two passes: the maximum (and an unordered compare for NaN) 32
+// values at a time, then the first position equal to it, eight at a time.
+TEXT ·argmaxAVX2(SB), NOSPLIT, $0-25
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VCMPPS $3, Y0, Y0, Y4
+	VCMPPS $3, Y1, Y1, Y5
+	VCMPPS $3, Y2, Y2, Y6
+	VCMPPS $3, Y3, Y3, Y7
+	MOVQ $32, AX
+
+amloop:
+	CMPQ AX, CX
+	JGE amreduce
+	VMOVUPS 0(SI)(AX*4), Y8
+	VMOVUPS 32(SI)(AX*4), Y9
+	VMOVUPS 64(SI)(AX*4), Y10
+	VMOVUPS 96(SI)(AX*4), Y11
+	VMAXPS Y8, Y0, Y0
+	VMAXPS Y9, Y1, Y1
+	VMAXPS Y10, Y2, Y2
+	VMAXPS Y11, Y3, Y3
+	VCMPPS $3, Y8, Y8, Y8
+	VCMPPS $3, Y9, Y9, Y9
+	VCMPPS $3, Y10, Y10, Y10
+	VCMPPS $3, Y11, Y11, Y11
+	VORPS Y8, Y4, Y4
+	VORPS Y9, Y5, Y5
+	VORPS Y10, Y6, Y6
+	VORPS Y11, Y7, Y7
+	ADDQ $32, AX
+	JMP amloop
+
+amreduce:
+	VORPS Y5, Y4, Y4
+	VORPS Y7, Y6, Y6
+	VORPS Y6, Y4, Y4
+	VMOVMSKPS Y4, AX
+	TESTL AX, AX
+	JNZ amnan
+	VMAXPS Y1, Y0, Y0
+	VMAXPS Y3, Y2, Y2
+	VMAXPS Y2, Y0, Y0
+	VPERM2F128 $0x01, Y0, Y0, Y1
+	VMAXPS Y1, Y0, Y0
+	VPERMILPS $0x4e, Y0, Y1
+	VMAXPS Y1, Y0, Y0
+	VPERMILPS $0xb1, Y0, Y1
+	VMAXPS Y1, Y0, Y0 // the maximum in every lane
+	XORQ AX, AX
+
+amfind:
+	VCMPPS $0, (SI)(AX*4), Y0, Y8
+	VMOVMSKPS Y8, DX
+	TESTL DX, DX
+	JNZ amfound
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JLT amfind
+	MOVQ $-1, AX // not reached: the maximum is one of the values
+	JMP amret
+
+amfound:
+	BSFL DX, DX
+	ADDQ DX, AX
+
+amret:
+	MOVQ AX, idx+16(FP)
+	MOVB $0, nan+24(FP)
+	VZEROUPPER
+	RET
+
+amnan:
+	MOVQ $-1, idx+16(FP)
+	MOVB $1, nan+24(FP)
+	VZEROUPPER
+	RET

@@ -46,6 +46,8 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool { return false }
 
 func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool { return false }
 
+func asmArgMax(x []float32) (int, bool, bool) { return 0, false, false }
+
 func asmRopeInterleaved(x, cos, sin []float32) int { return 0 }
 
 func asmQ8Scales(raw []float32, sums []int32, d, s, d8, s8 []float32, withSum bool) int { return 0 }

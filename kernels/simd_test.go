@@ -169,3 +169,59 @@ func BenchmarkRopeInterleaved(b *testing.B) {
 		RopeInterleaved(x, cos, sin)
 	}
 }
+
+// ArgMax (32 values at a time in the AVX2 assembly, then a Go tail) returns the first index
+// of the largest value as a scalar scan does: ties, signed zeros, all −Inf, NaN anywhere
+// (in the vector part and in the tail), lengths around 32.
+func TestArgMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	scalar := func(x []float32) (int, bool) {
+		best, bestV := -1, float32(math.Inf(-1))
+		for i, v := range x {
+			if v != v {
+				return -1, true
+			}
+			if v > bestV {
+				best, bestV = i, v
+			}
+		}
+		return best, false
+	}
+	for _, n := range []int{0, 1, 31, 32, 33, 64, 100, 49152, 49159} {
+		for c := range 40 {
+			x := randVec(rng, n)
+			switch {
+			case c == 1 && n > 0:
+				for i := range x {
+					x[i] = float32(math.Inf(-1))
+				}
+			case c == 2 && n > 3:
+				x[n/3], x[n-1] = 1e30, 1e30 // a tie: the first wins
+			case c == 3 && n > 2:
+				for i := range x {
+					x[i] = -1
+				}
+				x[n/2], x[n-1] = float32(math.Copysign(0, -1)), 0
+			case c == 4 && n > 0:
+				x[rng.IntN(n)] = float32(math.NaN())
+			case c == 5 && n > 0:
+				x[n-1] = float32(math.NaN())
+			case c == 6 && n > 0:
+				x[rng.IntN(n)] = float32(math.Inf(1))
+			}
+			gi, gn := ArgMax(x)
+			wi, wn := scalar(x)
+			if gi != wi || gn != wn {
+				t.Fatalf("n %d case %d: ArgMax %d, %v; scalar scan %d, %v", n, c, gi, gn, wi, wn)
+			}
+		}
+	}
+}
+
+// BenchmarkArgMax: one row of SmolLM2's 49152 logits.
+func BenchmarkArgMax(b *testing.B) {
+	x := randVec(rand.New(rand.NewPCG(1, 2)), 49152)
+	for b.Loop() {
+		ArgMax(x)
+	}
+}
