@@ -196,8 +196,16 @@ func (s *Sampler) Sample(logits []float32) (Choice, error) {
 	if len(logits) < s.vocab {
 		return Choice{}, fmt.Errorf("sampler: %d logits for a vocabulary of %d", len(logits), s.vocab)
 	}
-	w := s.work
-	copy(w, logits[:s.vocab])
+	wantLogprobs := s.p.Logprobs || s.p.TopLogprobs > 0
+	w := logits[:s.vocab]
+	if len(s.banned) > 0 || s.penalized() || wantLogprobs || s.p.Temperature >= minTemperature {
+		// w is changed below, or read past the maximum: a copy. Greedy decoding with
+		// none of that reads the logits in place. BenchmarkSample/greedy (151936 logits,
+		// Xeon model 207): 295 µs with a scalar scan, 31 with kernels.ArgMax, 17 without
+		// the copy; a speculative step samples every row it verifies.
+		w = s.work
+		copy(w, logits[:s.vocab])
+	}
 	negInf := float32(math.Inf(-1))
 	for _, id := range s.banned {
 		w[id] = negInf
@@ -216,7 +224,6 @@ func (s *Sampler) Sample(logits []float32) (Choice, error) {
 	bestV := w[best]
 	var ch Choice
 	var lse float32
-	wantLogprobs := s.p.Logprobs || s.p.TopLogprobs > 0
 	if wantLogprobs {
 		lse = logSumExp(w, bestV)
 		s.topLogprobs(w, lse)
@@ -281,6 +288,12 @@ func (s *Sampler) topLogprobs(w []float32, lse float32) {
 
 // applyPenalties applies repetition, presence and frequency penalties to w
 // in place and reports whether it changed anything.
+// penalized reports whether applyPenalties may change logits (a penalty is set).
+func (s *Sampler) penalized() bool {
+	r := s.p.RepeatPenalty
+	return r != 0 && r != 1 || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0
+}
+
 func (s *Sampler) applyPenalties(w []float32) bool {
 	changed := false
 	if r := s.p.RepeatPenalty; r != 0 && r != 1 {
