@@ -476,6 +476,50 @@ func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool {
 }
 
 //go:noescape
+func addAVX2(y, x *float32, n int)
+
+//go:noescape
+func sumSquares4(x *float32, d int, sums *[4]float64)
+
+// asmAdd adds x into y's first len(y)&^31 values in assembly and returns how many (0 where
+// the assembly does not run).
+func asmAdd(y, x []float32) int {
+	n := len(y) &^ 31
+	if !useAsmGEMM || n == 0 {
+		return 0
+	}
+	_ = x[n-1]
+	addAVX2(&y[0], &x[0], n)
+	return n
+}
+
+// asmSumSquares4 sets sums to the sums of squares of x's four rows of d values (x holds
+// them back to back) and reports whether the assembly ran.
+func asmSumSquares4(x []float32, d int, sums *[4]float64) bool {
+	if noAsm || d == 0 {
+		return false
+	}
+	_ = x[4*d-1]
+	sumSquares4(&x[0], d, sums)
+	return true
+}
+
+//go:noescape
+func scaleMulAVX2(out, x, w *float32, scale float32, n int)
+
+// asmScaleMul sets out[i] = (x[i]·scale)·w[i] for the first len(x)&^15 values in assembly
+// and returns how many (0 where it does not run).
+func asmScaleMul(out, x, w []float32, scale float32) int {
+	n := len(x) &^ 15
+	if !useAsmGEMM || n == 0 {
+		return 0
+	}
+	_, _ = out[n-1], w[n-1]
+	scaleMulAVX2(&out[0], &x[0], &w[0], scale, n)
+	return n
+}
+
+//go:noescape
 func argmaxAVX2(x *float32, n int) (idx int, nan bool)
 
 // asmArgMax is ArgMax over x's first n&^31 values in assembly; ok is false where it does

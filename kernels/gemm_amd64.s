@@ -2703,3 +2703,114 @@ amnan:
 	MOVB $1, nan+24(FP)
 	VZEROUPPER
 	RET
+
+// func addAVX2(y, x *float32, n int)
+//
+// y[i] += x[i] for n values (a multiple of 32), 32 at a time.
+TEXT ·addAVX2(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $5, CX
+	JZ adddone
+
+addloop:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS 0(SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	DECQ CX
+	JNZ addloop
+
+adddone:
+	VZEROUPPER
+	RET
+
+// func sumSquares4(x *float32, d int, sums *[4]float64)
+//
+// RMSNormGGML's sum of squares for four rows of d values (rows d floats apart): each
+// square rounded to float32, widened, and added to its row's float64 sum in order, four
+// rows' chains interleaved (one row's chain waits on each add's latency).
+TEXT ·sumSquares4(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ d+8(FP), CX
+	MOVQ CX, DX
+	SHLQ $2, DX // a row's bytes
+	LEAQ (SI)(DX*1), R8
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	XORPD X4, X4
+	XORPD X5, X5
+	XORPD X6, X6
+	XORPD X7, X7
+	XORQ AX, AX
+	TESTQ CX, CX
+	JZ sqdone
+
+sqloop:
+	MOVSS (SI)(AX*4), X0
+	MOVSS (R8)(AX*4), X1
+	MOVSS (R9)(AX*4), X2
+	MOVSS (R10)(AX*4), X3
+	MULSS X0, X0
+	MULSS X1, X1
+	MULSS X2, X2
+	MULSS X3, X3
+	CVTSS2SD X0, X0
+	CVTSS2SD X1, X1
+	CVTSS2SD X2, X2
+	CVTSS2SD X3, X3
+	ADDSD X0, X4
+	ADDSD X1, X5
+	ADDSD X2, X6
+	ADDSD X3, X7
+	INCQ AX
+	CMPQ AX, CX
+	JLT sqloop
+
+sqdone:
+	MOVQ sums+16(FP), DI
+	MOVSD X4, 0(DI)
+	MOVSD X5, 8(DI)
+	MOVSD X6, 16(DI)
+	MOVSD X7, 24(DI)
+	RET
+
+// func scaleMulAVX2(out, x, w *float32, scale float32, n int)
+//
+// out[i] = (x[i]·scale)·w[i] for n values (a multiple of 16), 16 at a time.
+TEXT ·scaleMulAVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), DX
+	VBROADCASTSS scale+24(FP), Y2
+	MOVQ n+32(FP), CX
+	SHRQ $4, CX
+	JZ smdone
+
+smloop:
+	VMULPS 0(SI), Y2, Y0
+	VMULPS 32(SI), Y2, Y1
+	VMULPS 0(DX), Y0, Y0
+	VMULPS 32(DX), Y1, Y1
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ smloop
+
+smdone:
+	VZEROUPPER
+	RET

@@ -46,6 +46,12 @@ func asmMatVecF16(out []float32, w []uint16, x []float32) bool { return false }
 
 func asmQuantQ8(x []float32, q []int8, d []float32, sum []int32) bool { return false }
 
+func asmAdd(y, x []float32) int { return 0 }
+
+func asmSumSquares4(x []float32, d int, sums *[4]float64) bool { return false }
+
+func asmScaleMul(out, x, w []float32, scale float32) int { return 0 }
+
 func asmArgMax(x []float32) (int, bool, bool) { return 0, false, false }
 
 func asmRopeInterleaved(x, cos, sin []float32) int { return 0 }

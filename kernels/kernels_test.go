@@ -365,3 +365,84 @@ func TestMatMulMany(t *testing.T) {
 		}
 	}
 }
+
+// RMSNormRowsGGML gives each row RMSNormGGML's bits, for every count of rows around its
+// groups of four, values over a wide range.
+func TestRMSNormRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, d := range []int{1, 8, 576, 1000} {
+		w := make([]float32, d)
+		for i := range w {
+			w[i] = float32(r.NormFloat64())
+		}
+		for n := 1; n <= 9; n++ {
+			x := make([]float32, n*d)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4)))
+			}
+			got, want := make([]float32, n*d), make([]float32, n*d)
+			RMSNormRowsGGML(got, x, w, 1e-5)
+			for row := range n {
+				var sum float64
+				for _, v := range x[row*d : (row+1)*d] {
+					sum += float64(v * v)
+				}
+				mean := float32(sum / float64(d))
+				scale := 1 / float32(math.Sqrt(float64(mean+float32(1e-5))))
+				for i, v := range x[row*d : (row+1)*d] {
+					want[row*d+i] = v * scale * w[i]
+				}
+			}
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("d %d rows %d: out[%d] = %v, ggml's formula %v", d, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// Add (32 values at a time in the AVX2 assembly, then a Go tail) is y[i] += x[i].
+func TestAddTails(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 31, 32, 33, 576, 1000} {
+		y, x := make([]float32, n), make([]float32, n)
+		for i := range y {
+			y[i], x[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		want := make([]float32, n)
+		for i := range want {
+			want[i] = y[i] + x[i]
+		}
+		Add(y, x)
+		for i := range want {
+			if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n %d: y[%d] = %v, want %v", n, i, y[i], want[i])
+			}
+		}
+	}
+}
+
+// BenchmarkRMSNormRows: five rows of SmolLM2's 576, in one call against one call a row.
+func BenchmarkRMSNormRows(b *testing.B) {
+	const d, n = 576, 5
+	x, w, out := make([]float32, n*d), make([]float32, d), make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(i%31) * 0.1
+	}
+	for i := range w {
+		w[i] = 1
+	}
+	b.Run("rows", func(b *testing.B) {
+		for b.Loop() {
+			RMSNormRowsGGML(out, x, w, 1e-5)
+		}
+	})
+	b.Run("each", func(b *testing.B) {
+		for b.Loop() {
+			for r := range n {
+				RMSNormGGML(out[r*d:(r+1)*d], x[r*d:(r+1)*d], w, 1e-5)
+			}
+		}
+	})
+}

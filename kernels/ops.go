@@ -100,7 +100,7 @@ func AddScaled(y []float32, a float32, x []float32) {
 // Add does y += x.
 func Add(y, x []float32) {
 	x = x[:len(y)]
-	for i := range y {
+	for i := asmAdd(y, x); i < len(y); i++ { // AVX2 (gemm_amd64.s), then the rest
 		y[i] += x[i]
 	}
 }
@@ -198,10 +198,41 @@ func RMSNormGGML(out, x, w []float32, eps float64) {
 	for _, v := range x {
 		sum += float64(v * v)
 	}
+	rmsScale(out, x, w, sum, eps)
+}
+
+// RMSNormRowsGGML is RMSNormGGML on each row of x (rows of len(w) values) into out, the
+// same bits. Each row's float64 sum of squares is one chain of adds in order (ggml's), so a
+// row waits on each add's latency; the assembly runs four rows' chains interleaved. The
+// norms of a pass run on the calling thread while the pool's workers wait.
+// BenchmarkRMSNormRows: five rows of 576 values 3.4 µs a row at a time, 2.4 here (Xeon
+// model 207).
+func RMSNormRowsGGML(out, x, w []float32, eps float64) {
+	d := len(w)
+	n := len(x) / d
+	r := 0
+	var sums [4]float64
+	for ; r+4 <= n; r += 4 {
+		if !asmSumSquares4(x[r*d:(r+4)*d], d, &sums) {
+			break
+		}
+		for k, sum := range sums {
+			rmsScale(out[(r+k)*d:(r+k+1)*d], x[(r+k)*d:(r+k+1)*d], w, sum, eps)
+		}
+	}
+	for ; r < n; r++ {
+		RMSNormGGML(out[r*d:(r+1)*d], x[r*d:(r+1)*d], w, eps)
+	}
+}
+
+// rmsScale is RMSNormGGML after its sum of squares: out = (x·scale)·w.
+func rmsScale(out, x, w []float32, sum, eps float64) {
+	w = w[:len(x)]
+	out = out[:len(x)]
 	mean := float32(sum / float64(len(x)))
 	scale := 1 / float32(math.Sqrt(float64(mean+float32(eps))))
-	for i, v := range x {
-		out[i] = v * scale * w[i]
+	for i := asmScaleMul(out, x, w, scale); i < len(x); i++ { // AVX2, then the rest
+		out[i] = x[i] * scale * w[i]
 	}
 }
 

@@ -34,11 +34,8 @@ type mlp struct {
 
 // norm applies n to every token row of in, into a scratch buffer it returns.
 func (r *run) norm(n norm, in []float32) []float32 {
-	d := len(n.w)
 	out := r.h[:len(in)]
-	for t := range len(in) / d {
-		kernels.RMSNormGGML(out[t*d:(t+1)*d], in[t*d:(t+1)*d], n.w, n.eps)
-	}
+	kernels.RMSNormRowsGGML(out, in, n.w, n.eps)
 	return out
 }
 
