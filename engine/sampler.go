@@ -345,16 +345,10 @@ func (s *Sampler) nextEpoch() uint32 {
 	return s.epoch
 }
 
+// argmax is the first largest of w after penalties: no NaN (Sample rejected it, and the
+// penalties are finite, checked by NewSampler).
 func argmax(w []float32) (int, float32) {
-	best, nan := kernels.ArgMax(w)
-	if nan { // not from penalties on finite logits; as before, NaN is passed over
-		best = -1
-		for i, v := range w {
-			if best < 0 && v > float32(math.Inf(-1)) || best >= 0 && v > w[best] {
-				best = i
-			}
-		}
-	}
+	best, _ := kernels.ArgMax(w)
 	if best < 0 { // penalties cannot make every logit -Inf unless all were
 		return 0, float32(math.Inf(-1))
 	}

@@ -66,9 +66,6 @@ func avx512AttnSwitch(on bool) bool {
 // The passes in assembly (attn_f32_amd64.s).
 
 //go:noescape
-func attnScoresAVX2(q *float32, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores *float32, mx *[8]float32)
-
-//go:noescape
 func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32, acc int)
 
 //go:noescape
@@ -78,7 +75,7 @@ func attnScoresGroupAVX2(qs **float32, nq int, hdb int, k *float32, rows *int32,
 func attnScoresPairsAVX512(qp *float32, npairs int, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores **float32, mx *float32, idx *int32)
 
 // pairIdx are attnScoresPairsAVX512's VPERMT2PS indices: each 256-bit half's g0 and g1 low
-// 128-bit lanes, then their high ones (attnScoresAVX2's VPERM2F128 0x20 and 0x31 per half).
+// 128-bit lanes, then their high ones (attnScoresGroupAVX2's VPERM2F128 0x20 and 0x31 per half).
 var pairIdx = [32]int32{
 	0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27,
 	4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31,
@@ -169,15 +166,15 @@ func simdAttendF32Shared(outs, qs [][]float32, ns []int, k, v []float32, rows []
 	}
 	pv := (*float32)(unsafe.Pointer(&v[off]))
 	c := hd &^ 63
+	var dummy [attnSharedDummy]float32
 	for i0 := 0; c > 0 && i0 < nq; {
-		if nq-i0 == 1 || !useAVX512Attn { // one query: its own chains from zero
+		if nq-i0 == 1 || !useAVX512Attn || c > len(dummy) { // its own chains from zero
 			attnValues64AVX2(op[i0], c/64, pv, &rows[0], ns[i0], stride, sp[i0], 0)
 			i0++
 			continue
 		}
 		// Four queries over the shared rows (a short group padded with its first query,
 		// whose extra results go to dummy), then each one's own rows.
-		var dummy [AttnSharedDummy]float32
 		var o4, w4 [4]*float32
 		for u := range 4 {
 			if i := i0 + u; i < nq {
@@ -185,9 +182,6 @@ func simdAttendF32Shared(outs, qs [][]float32, ns []int, k, v []float32, rows []
 			} else {
 				o4[u], w4[u] = &dummy[0], sp[i0]
 			}
-		}
-		if c > len(dummy) {
-			panic("kernels: AttendF32Shared: head size over AttnSharedDummy")
 		}
 		attnValues64x4AVX512(&o4[0], c/64, pv, &rows[0], nmin, stride, &w4[0])
 		for i := i0; i < min(i0+4, nq); i++ {
@@ -205,8 +199,9 @@ func simdAttendF32Shared(outs, qs [][]float32, ns []int, k, v []float32, rows []
 	return true
 }
 
-// AttnSharedDummy bounds the head size AttendF32Shared's 512-bit values pass takes.
-const AttnSharedDummy = 512
+// attnSharedDummy bounds the head size AttendF32Shared's 512-bit values pass takes (wider
+// heads take the one-query pass).
+const attnSharedDummy = 512
 
 // attnScoresAsm is attnScores in assembly: whole groups of eight rows in one call, the last
 // partial group through a copy of its rows padded with its last row (whose repeated score
@@ -218,8 +213,10 @@ func attnScoresAsm(q, k []float32, rows []int32, off, stride int, scale float32,
 	for i := range mxv {
 		mxv[i] = float32(math.Inf(-1))
 	}
+	qp := &q[0]
 	if g := n / 8; g > 0 {
-		attnScoresAVX2(&q[0], 4*hd, pk, &rows[0], g, stride, scale, &scores[0], &mxv)
+		sp := &scores[0]
+		attnScoresGroupAVX2(&qp, 1, 4*hd, pk, &rows[0], g, stride, scale, &sp, &mxv[0])
 	}
 	if j := n &^ 7; j < n {
 		var pad [8]int32
@@ -227,7 +224,8 @@ func attnScoresAsm(q, k []float32, rows []int32, off, stride int, scale float32,
 		for r := range pad {
 			pad[r] = rows[min(j+r, n-1)]
 		}
-		attnScoresAVX2(&q[0], 4*hd, pk, &pad[0], 1, stride, scale, &tail[0], &mxv)
+		sp := &tail[0]
+		attnScoresGroupAVX2(&qp, 1, 4*hd, pk, &pad[0], 1, stride, scale, &sp, &mxv[0])
 		copy(scores[j:], tail[:n-j])
 	}
 	mx := mxv[0]

@@ -10,100 +10,21 @@
 // folded in. BenchmarkAttendF32 (head size 64, one core), TOKENWISE_NO_ASM unset against
 // set: see attn_f32_amd64.go.
 
-// func attnScoresAVX2(q *float32, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores *float32, mx *[8]float32)
-//
-// Scores groups×8 positions: score j = tree8(lanes of q·k_j)·scale, k_j at
-// k + 4·rows[j]·stride (k already offset to the head); hdb is the head size in bytes, a
-// multiple of 32. mx holds a running maximum, eight lanes, updated with every score.
-TEXT ·attnScoresAVX2(SB), NOSPLIT, $0-72
-	MOVQ q+0(FP), R11
-	MOVQ k+16(FP), R15
-	MOVQ rows+24(FP), R12
-	MOVQ groups+32(FP), R14
-	MOVQ scores+56(FP), R13
-	MOVQ mx+64(FP), DX
-	VMOVUPS (DX), Y9
-	VBROADCASTSS scale+48(FP), Y10
-	TESTQ R14, R14
-	JZ done
-
-group:
-	// The eight rows' addresses.
-	MOVLQSX 0(R12), AX
-	IMULQ stride+40(FP), AX
-	LEAQ (R15)(AX*4), AX
-	MOVLQSX 4(R12), BX
-	IMULQ stride+40(FP), BX
-	LEAQ (R15)(BX*4), BX
-	MOVLQSX 8(R12), CX
-	IMULQ stride+40(FP), CX
-	LEAQ (R15)(CX*4), CX
-	MOVLQSX 12(R12), SI
-	IMULQ stride+40(FP), SI
-	LEAQ (R15)(SI*4), SI
-	MOVLQSX 16(R12), DI
-	IMULQ stride+40(FP), DI
-	LEAQ (R15)(DI*4), DI
-	MOVLQSX 20(R12), R8
-	IMULQ stride+40(FP), R8
-	LEAQ (R15)(R8*4), R8
-	MOVLQSX 24(R12), R9
-	IMULQ stride+40(FP), R9
-	LEAQ (R15)(R9*4), R9
-	MOVLQSX 28(R12), R10
-	IMULQ stride+40(FP), R10
-	LEAQ (R15)(R10*4), R10
-
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ DX, DX
-
-dims:
-	// Lane l of row r's accumulator: the products of dimensions ≡ l mod 8, in order.
-	VMOVUPS (R11)(DX*1), Y8
-	VFMADD231PS (AX)(DX*1), Y8, Y0
-	VFMADD231PS (BX)(DX*1), Y8, Y1
-	VFMADD231PS (CX)(DX*1), Y8, Y2
-	VFMADD231PS (SI)(DX*1), Y8, Y3
-	VFMADD231PS (DI)(DX*1), Y8, Y4
-	VFMADD231PS (R8)(DX*1), Y8, Y5
-	VFMADD231PS (R9)(DX*1), Y8, Y6
-	VFMADD231PS (R10)(DX*1), Y8, Y7
-	ADDQ $32, DX
-	CMPQ DX, hdb+8(FP)
-	JLT dims
-
-	// Pair adds within 128-bit halves, twice: row r's (l0+l1)+(l2+l3) in lane r of the low
-	// halves of Y11 (rows 0..3) and Y12 (rows 4..7), its (l4+l5)+(l6+l7) in the high ones.
-	VHADDPS Y1, Y0, Y11
-	VHADDPS Y3, Y2, Y12
-	VHADDPS Y12, Y11, Y11
-	VHADDPS Y5, Y4, Y12
-	VHADDPS Y7, Y6, Y13
-	VHADDPS Y13, Y12, Y12
-	VPERM2F128 $0x20, Y12, Y11, Y13
-	VPERM2F128 $0x31, Y12, Y11, Y14
-	VADDPS Y14, Y13, Y13
-	VMULPS Y10, Y13, Y13
-	VMOVUPS Y13, (R13)
-	VMAXPS Y13, Y9, Y9
-
-	ADDQ $32, R12
-	ADDQ $32, R13
-	DECQ R14
-	JNZ group
-
-done:
-	MOVQ mx+64(FP), DX
-	VMOVUPS Y9, (DX)
-	VZEROUPPER
-	RET
+// ROWS8 loads the next group's eight row addresses, k + 4·rows[j]·stride, into AX, BX, CX,
+// SI, DI, R8, R9, R10 and advances the rows pointer kept in rp-8(SP) (R15: k; R12: scratch).
+// The scores kernels below share the frame layout it reads (stride+48(FP)).
+#define ROWS8 \
+	MOVQ rp-8(SP), R12; \
+	MOVLQSX 0(R12), AX; IMULQ stride+48(FP), AX; LEAQ (R15)(AX*4), AX; \
+	MOVLQSX 4(R12), BX; IMULQ stride+48(FP), BX; LEAQ (R15)(BX*4), BX; \
+	MOVLQSX 8(R12), CX; IMULQ stride+48(FP), CX; LEAQ (R15)(CX*4), CX; \
+	MOVLQSX 12(R12), SI; IMULQ stride+48(FP), SI; LEAQ (R15)(SI*4), SI; \
+	MOVLQSX 16(R12), DI; IMULQ stride+48(FP), DI; LEAQ (R15)(DI*4), DI; \
+	MOVLQSX 20(R12), R8; IMULQ stride+48(FP), R8; LEAQ (R15)(R8*4), R8; \
+	MOVLQSX 24(R12), R9; IMULQ stride+48(FP), R9; LEAQ (R15)(R9*4), R9; \
+	MOVLQSX 28(R12), R10; IMULQ stride+48(FP), R10; LEAQ (R15)(R10*4), R10; \
+	ADDQ $32, R12; \
+	MOVQ R12, rp-8(SP)
 
 // func attnValues64AVX2(out *float32, chunks int, v *float32, rows *int32, n int, stride int, w *float32, acc int)
 //
@@ -182,9 +103,11 @@ vdone:
 
 // func attnScoresGroupAVX2(qs **float32, nq int, hdb int, k *float32, rows *int32, groups int, stride int, scale float32, scores **float32, mx *float32)
 //
-// attnScoresAVX2 for nq queries (qs[i], scores into scores[i], running maxima in
-// mx[8i:8i+8]) over the same groups×8 rows: each group's eight rows are read from the
-// cache once for all of them, and from the first level cache after the first query.
+// Scores groups×8 positions for nq queries (qs[i], scores into scores[i]): score j =
+// tree8(lanes of q·k_j)·scale, k_j at k + 4·rows[j]·stride (k already offset to the head);
+// hdb is the head size in bytes, a multiple of 32. mx[8i:8i+8] holds query i's running
+// maximum, eight lanes, updated with every score. Each group's eight rows are read from the
+// cache once for all the queries, and from the first level cache after the first.
 TEXT ·attnScoresGroupAVX2(SB), NOSPLIT, $16-80
 	MOVQ k+24(FP), R15
 	MOVQ rows+32(FP), R12
@@ -196,33 +119,7 @@ TEXT ·attnScoresGroupAVX2(SB), NOSPLIT, $16-80
 	JZ gdone
 
 ggroup:
-	MOVQ rp-8(SP), R12
-	MOVLQSX 0(R12), AX
-	IMULQ stride+48(FP), AX
-	LEAQ (R15)(AX*4), AX
-	MOVLQSX 4(R12), BX
-	IMULQ stride+48(FP), BX
-	LEAQ (R15)(BX*4), BX
-	MOVLQSX 8(R12), CX
-	IMULQ stride+48(FP), CX
-	LEAQ (R15)(CX*4), CX
-	MOVLQSX 12(R12), SI
-	IMULQ stride+48(FP), SI
-	LEAQ (R15)(SI*4), SI
-	MOVLQSX 16(R12), DI
-	IMULQ stride+48(FP), DI
-	LEAQ (R15)(DI*4), DI
-	MOVLQSX 20(R12), R8
-	IMULQ stride+48(FP), R8
-	LEAQ (R15)(R8*4), R8
-	MOVLQSX 24(R12), R9
-	IMULQ stride+48(FP), R9
-	LEAQ (R15)(R9*4), R9
-	MOVLQSX 28(R12), R10
-	IMULQ stride+48(FP), R10
-	LEAQ (R15)(R10*4), R10
-	ADDQ $32, R12
-	MOVQ R12, rp-8(SP)
+	ROWS8
 	XORQ R12, R12
 
 gquery:
@@ -412,33 +309,7 @@ TEXT ·attnScoresPairsAVX512(SB), NOSPLIT, $16-88
 	JZ pdone
 
 pgroup:
-	MOVQ rp-8(SP), R12
-	MOVLQSX 0(R12), AX
-	IMULQ stride+48(FP), AX
-	LEAQ (R15)(AX*4), AX
-	MOVLQSX 4(R12), BX
-	IMULQ stride+48(FP), BX
-	LEAQ (R15)(BX*4), BX
-	MOVLQSX 8(R12), CX
-	IMULQ stride+48(FP), CX
-	LEAQ (R15)(CX*4), CX
-	MOVLQSX 12(R12), SI
-	IMULQ stride+48(FP), SI
-	LEAQ (R15)(SI*4), SI
-	MOVLQSX 16(R12), DI
-	IMULQ stride+48(FP), DI
-	LEAQ (R15)(DI*4), DI
-	MOVLQSX 20(R12), R8
-	IMULQ stride+48(FP), R8
-	LEAQ (R15)(R8*4), R8
-	MOVLQSX 24(R12), R9
-	IMULQ stride+48(FP), R9
-	LEAQ (R15)(R9*4), R9
-	MOVLQSX 28(R12), R10
-	IMULQ stride+48(FP), R10
-	LEAQ (R15)(R10*4), R10
-	ADDQ $32, R12
-	MOVQ R12, rp-8(SP)
+	ROWS8
 	XORQ R12, R12
 	MOVQ qp+0(FP), R11
 

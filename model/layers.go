@@ -159,7 +159,7 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 		return r.linear(a.o, ctx, r.attnOut)
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	if units := r.sharedUnits(); units != nil {
+	if units := r.shared; units != nil {
 		r.m.pool.Run(len(units), 1, func(worker, lo, hi int) {
 			for _, u := range units[lo:hi] {
 				r.attendShared(worker, layer, u, q, ctx, scale)
@@ -200,9 +200,10 @@ type attnUnit struct{ ch, t0, kh, q0, q1 int }
 // window (its tokens' first positions differ). A (chunk, KV head)'s queries are split in
 // parts so that the pool gets at least two units per worker (one token of SmolLM2 has
 // three KV heads for two workers) and no part holds more than kernels.AttnSharedMax.
+// Model.pass sets them once a pass (run.shared); every layer uses the same.
 func (r *run) sharedUnits() []attnUnit {
 	c := r.m.cfg
-	if c.SlidingWindow > 0 || !sharedAttn {
+	if c.SlidingWindow > 0 || !sharedAttn || r.m.kvF16 {
 		return nil
 	}
 	for i := range r.chunks {

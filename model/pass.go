@@ -96,7 +96,8 @@ type run struct {
 	q16                        [][]float32 // per worker, a query head rounded to f16
 	rows                       [][]int32   // per worker, the cache rows of the attended positions
 	rowsKey                    []rowsKey   // per worker, what rows holds
-	units                      []attnUnit  // the pass's shared-attention units (sharedUnits)
+	units                      []attnUnit  // sharedUnits' buffer
+	shared                     []attnUnit  // this pass's shared-attention units, or nil
 	shQ, shOut                 [][][]float32
 	shN                        [][]int // per worker, a unit's queries, outputs and lengths
 
@@ -127,6 +128,7 @@ func grow(b []float32, n int) []float32 {
 // has checked the chunks (positions inside their caches, ids inside the vocabulary).
 func (m *Model) pass(r *run, chunks []passChunk) {
 	r.start(m, chunks)
+	r.shared = r.sharedUnits()
 	d := m.cfg.HiddenSize
 	t := 0
 	for _, ch := range chunks {
