@@ -147,7 +147,7 @@ func (s *Server) admit(sub submission) {
 		if s.cfg.Speculate != nil {
 			req.Proposer = s.cfg.Speculate
 		}
-		req.MaxDraft = s.cfg.MaxDraft
+		req.MaxDraft, req.FixedDraft = s.cfg.MaxDraft, s.cfg.FixedDraft
 		req.SchemaDrafts = s.cfg.SchemaDrafts && req.Grammar != nil
 	}
 	err := s.eng.Add(req)

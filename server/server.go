@@ -80,6 +80,9 @@ type Config struct {
 	// updated with every finished answer (it may also be one of Speculate's proposers).
 	Speculate engine.Proposer
 	MaxDraft  int
+	// FixedDraft drafts MaxDraft tokens every step (engine.Request.FixedDraft) instead of as
+	// many as the measured step costs pay for; such a server does not calibrate at start.
+	FixedDraft bool
 	// SchemaDrafts, with a response_format schema, drafts the text the grammar forces
 	// (engine.Request.SchemaDrafts) instead of jumping over it: the output is exactly what
 	// masked decoding gives. "speculate": false turns it off for a request as well.
@@ -215,7 +218,7 @@ func New(cfg Config) (*Server, error) {
 	s.grammars.OnCompile = func(d time.Duration) { s.met.grammarCompile.Observe(d.Seconds()) }
 	s.tmpl, s.tmplErr = engine.TokenizerTemplate(cfg.Tokenizer)
 	s.roles, s.specials = chatRoles(s.tmpl), newSpecialTexts(cfg.Tokenizer)
-	if cfg.Speculate != nil || cfg.SchemaDrafts {
+	if (cfg.Speculate != nil || cfg.SchemaDrafts) && !cfg.FixedDraft {
 		// Drafting weighs a step with drafts against a plain one by their measured costs:
 		// measure them now rather than on the first requests (engine.Calibrate).
 		maxDraft := cfg.MaxDraft

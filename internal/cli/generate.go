@@ -48,6 +48,7 @@ type generateFlags struct {
 	speculate   string
 	maxDraft    int
 	draftIndex  string
+	fixedDraft  bool
 	grammar     grammarFlags
 }
 
@@ -95,7 +96,7 @@ temperature 1; send "temperature": 0 to get this command's greedy output from th
 	fl.BoolVar(&f.mmap, "mmap", false, "map the checkpoint from the page cache (quick to load, shared between processes) instead of reading it into huge-page memory (faster decode)")
 	fl.StringArrayVar(&f.stop, "stop", nil, "stop string (repeatable); generation ends before it")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", false, "keep generating past EOS (benchmarks)")
-	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex)
+	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex, &f.fixedDraft)
 	addGrammarFlags(fl, &f.grammar)
 	fl.BoolVar(&f.jsonOut, "json", false, `print {"prompt_ids","ids","text","finish_reason","usage","timing","seed"} instead of streaming`)
 	return cmd
@@ -201,7 +202,7 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 	defer stop()
 	opts := engine.Options{
 		MaxTokens: f.maxTokens, MaxContext: f.ctxSize, Sampler: params,
-		Stop: f.stop, IgnoreEOS: f.ignoreEOS, MaxDraft: f.maxDraft,
+		Stop: f.stop, IgnoreEOS: f.ignoreEOS, MaxDraft: f.maxDraft, FixedDraft: f.fixedDraft,
 	}
 	prop, _, err := proposers(f.speculate, f.draftIndex, f.model, false)
 	if err != nil {

@@ -236,9 +236,14 @@ func TestGenerateSpeculateSchema(t *testing.T) {
 		return g, stderr
 	}
 	plain, _ := run("--no-jump-forward")
-	drafted, stderr := run("--speculate", "schema,prompt", "--max-draft", "6")
+	// --fixed-draft: how many drafts pay is the measured step costs' call on the machine the
+	// test runs on; drafting a fixed length makes the step count the test checks its own.
+	drafted, stderr := run("--speculate", "schema,prompt", "--max-draft", "6", "--fixed-draft")
 	if !slices.Equal(plain.IDs, drafted.IDs) {
 		t.Fatalf("--speculate schema: %v\n--no-jump-forward: %v", drafted.IDs, plain.IDs)
+	}
+	if measured, _ := run("--speculate", "schema,prompt", "--max-draft", "6"); !slices.Equal(plain.IDs, measured.IDs) {
+		t.Fatalf("--speculate schema, drafts weighed by measured costs: %v\n--no-jump-forward: %v", measured.IDs, plain.IDs)
 	}
 	if drafted.Timing.DecodeSteps >= plain.Timing.DecodeSteps || drafted.Timing.JumpedTokens != 0 {
 		t.Errorf("--speculate schema: %d decode steps (%d jumped), --no-jump-forward %d", drafted.Timing.DecodeSteps, drafted.Timing.JumpedTokens, plain.Timing.DecodeSteps)

@@ -30,6 +30,7 @@ type serveFlags struct {
 	kvDType                          string
 	speculate, draftIndex            string
 	maxDraft                         int
+	fixedDraft                       bool
 	mmap                             bool
 	port, maxSeqs, maxBatched        int
 	maxWaiting, maxLen, threads      int
@@ -118,7 +119,7 @@ special-token text (<|eot_id|>, <|im_end|>, ...) gets 400 unless --allow-special
 	fl.DurationVar(&f.idle, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "also answer requests with this Host (name, or name:port; repeatable; '*': any), e.g. behind a proxy")
 	fl.BoolVar(&f.allowSpecial, "allow-special-in-content", false, "let chat message content hold special-token text (e.g. <|im_end|>), read as control tokens; refused by default")
-	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex)
+	addSpecFlags(fl, &f.speculate, &f.maxDraft, &f.draftIndex, &f.fixedDraft)
 	fl.StringVar(&f.compare, "compare-tokenizer", "", "a second tokenizer (tokenizer.json or a model folder) the web page shows beside the model's, e.g. the base model's next to a specialized one")
 	fl.StringVar(&f.costHW, "cost-hardware", "h100-sxm", "the web page's default hardware profile for the cost model ("+strings.Join(cost.Profiles(), ", ")+")")
 	fl.StringSliceVar(&f.allowOrigins, "allow-origin", nil, "also answer browser requests from this origin, with CORS headers (e.g. https://app.example; repeatable; '*': any)")
@@ -242,7 +243,7 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		KVCacheBytes: kvBytes, APIKey: f.apiKey, RequestTimeout: f.timeout,
 		ReadHeaderTimeout: f.readHeader, ReadTimeout: f.read, WriteTimeout: f.write, IdleTimeout: f.idle,
 		AllowHosts: f.allowHosts, AllowOrigins: f.allowOrigins, AllowSpecialInContent: f.allowSpecial,
-		Speculate: speculate, MaxDraft: f.maxDraft, DraftIndex: index, SchemaDrafts: spec.SchemaDrafts(f.speculate), MaxVerifyTokens: verify,
+		Speculate: speculate, MaxDraft: f.maxDraft, FixedDraft: f.fixedDraft, DraftIndex: index, SchemaDrafts: spec.SchemaDrafts(f.speculate), MaxVerifyTokens: verify,
 		TokenizerName: name, CompareTokenizer: compare, CompareName: compareName,
 		DomainTokens: domainIDs, CompareDomainTokens: compareDomain, CostHardware: f.costHW, CostDType: costDType(f.model), CostName: name,
 	})

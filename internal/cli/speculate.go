@@ -15,9 +15,10 @@ import (
 )
 
 // addSpecFlags adds the speculative-decoding flags generate and serve share.
-func addSpecFlags(fl *pflag.FlagSet, speculate *string, maxDraft *int, index *string) {
+func addSpecFlags(fl *pflag.FlagSet, speculate *string, maxDraft *int, index *string, fixed *bool) {
 	fl.StringVar(speculate, "speculate", "off", "draft tokens to verify in one pass, from: prompt (text seen earlier in the prompt or output), domain (the draft index of past answers), schema (the text a JSON schema or grammar forces, verified instead of jumped over); comma-separated, or off. Output is unchanged")
 	fl.IntVar(maxDraft, "max-draft", 4, "most drafted tokens verified per step (with --speculate)")
+	fl.BoolVar(fixed, "fixed-draft", false, "draft --max-draft tokens every step (as vLLM's num_speculative_tokens), instead of as many as the sequence's acceptance and the measured step costs pay for; for acceptance measurements")
 	fl.StringVar(index, "draft-index", "", "draft index for --speculate domain (default: "+spec.DraftIndexFile+" in the model folder, as specialize writes it)")
 }
 
