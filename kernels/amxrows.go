@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync"
 
 	"github.com/tokenwise/tokenwise/tensor"
@@ -52,22 +53,35 @@ func amxGroupBytes(dt tensor.DType) int {
 }
 
 // amxPacked returns w's repack, making it on the first call (the workers of that product
-// wait for it).
+// wait for it). The groups of 16 rows are repacked by one goroutine per CPU: the other
+// workers of the product are blocked on the Once meanwhile, and a model repacks every
+// matrix on its first request: Qwen3-0.6B Q4_K_M's first one-token prefill, two cores, took
+// 3.15-3.21 s with one goroutine (3.06 s of CPU in amxPackRow), 2.06-2.61 s with this.
 func amxPacked(w *Mat) []byte {
 	w.amx.once.Do(func() {
 		bs := w.DType.BlockSize()
 		nb, gb := w.Cols/bs, amxGroupBytes(w.DType)
-		out := make([]byte, w.Rows/16*nb*gb)
+		groups := w.Rows / 16
+		out := make([]byte, groups*nb*gb)
 		blockBytes := w.rowBytes / nb
-		for g := range w.Rows / 16 {
-			for b := range nb {
-				dst := out[(g*nb+b)*gb:][:gb]
-				for r := range 16 {
-					blk := w.Data[(16*g+r)*w.rowBytes+blockBytes*b:][:blockBytes]
-					amxPackRow(w.DType, dst, r, blk)
+		pack := func(g0, g1 int) {
+			for g := g0; g < g1; g++ {
+				for b := range nb {
+					dst := out[(g*nb+b)*gb:][:gb]
+					for r := range 16 {
+						blk := w.Data[(16*g+r)*w.rowBytes+blockBytes*b:][:blockBytes]
+						amxPackRow(w.DType, dst, r, blk)
+					}
 				}
 			}
 		}
+		parts := min(runtime.GOMAXPROCS(0), groups)
+		var wg sync.WaitGroup
+		for i := 1; i < parts; i++ {
+			wg.Go(func() { pack(groups*i/parts, groups*(i+1)/parts) })
+		}
+		pack(0, groups/parts)
+		wg.Wait()
 		w.amx.data = out
 	})
 	return w.amx.data
