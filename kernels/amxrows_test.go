@@ -209,3 +209,22 @@ func TestAMXMatMulMany(t *testing.T) {
 		}
 	}
 }
+
+// TestQ6Values: the repack's run-by-run decoding of a Q6_K super-block gives every element
+// q6Value gives it (the reference products read elements through q6Value).
+func TestQ6Values(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for range 50 {
+		var blk [210]byte
+		for i := range blk {
+			blk[i] = byte(rng.Uint32())
+		}
+		var vals [256]byte
+		q6Values(&vals, &blk)
+		for e, v := range vals {
+			if want := q6Value(&blk, e); v != want {
+				t.Fatalf("element %d: %d, q6Value %d", e, v, want)
+			}
+		}
+	}
+}
