@@ -4,13 +4,15 @@
 # corpus of the speculation bench's prompts and the base model's greedy answers (what
 # scripts/bench-speculate.sh saved in .cache/bench-speculate; run it first). tokenwise export
 # writes no Q4_1, so both sides are Q8_0: the base through `export --format hf` and back, the
-# specialized model from its folder. Each runs scripts/bench-speculate.sh at one stream with
+# specialized model from its folder. Each runs scripts/bench-speculate.sh at STREAMS streams
+# (default 1; "1 16": both) with
 # `--speculate prompt,domain` (the domain index empty at start on both sides), the two
 # alternating ROUNDS times (default 2); the lines printed are each run's speedup over the
 # same model's plain decoding.
 #
 #   scripts/bench-speculate-vocab.sh
 #   KINDS=extraction ROUNDS=3 scripts/bench-speculate-vocab.sh
+#   STREAMS=16 KINDS="extraction sampled" ROUNDS=1 scripts/bench-speculate-vocab.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 refs=${TOKENWISE_REFS:-$PWD/.cache/refs}
@@ -47,6 +49,6 @@ rm -f "$out/pruned/draft_index.bin" # the domain index starts empty on both side
 for _ in $(seq "${ROUNDS:-2}"); do
 	for m in base pruned; do
 		OUT="$out/run-$m" TW="$tw" MODEL="$out/$m-q8_0.gguf" MODES=prompt,domain KINDS="${KINDS:-extraction code-edit}" \
-			N="${N:-16}" STREAMS=1 LLAMA=0 scripts/bench-speculate.sh 2>&1 | grep -E "x \(" | sed "s/^ */$m vocabulary: /"
+			N="${N:-16}" STREAMS="${STREAMS:-1}" LLAMA=0 scripts/bench-speculate.sh 2>&1 | grep -E "x \(" | sed "s/^ */$m vocabulary: /"
 	done
 done
