@@ -157,7 +157,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 # Each speculating run against the plain run of the same engine, kind, schema and streams
 # that came last before it: at one stream its alternating partner (a later mode's own plain
 # run must not stand in for an earlier one's).
-plain = {}
+plain, pairs = {}, {}
 print("\nspeedup over the same engine's plain decoding (output tokens/s):")
 for r in rows:
     key = (r["label"].split()[0], r["kind"], r["schema"], r["streams"])
@@ -166,8 +166,17 @@ for r in rows:
         continue
     p = plain.get(key)
     if p:
+        pairs.setdefault((r["label"],) + key[1:], []).append(r["output_tok_s"] / p["output_tok_s"])
         print(f'  {r["label"]:24} {r["kind"]:10} schema={str(r["schema"]):5} streams={r["streams"]:2}: '
               f'{r["output_tok_s"] / p["output_tok_s"]:.2f}x ({p["output_tok_s"]} -> {r["output_tok_s"]} tok/s), '
               f'acceptance {r.get("acceptance", 0)}, same text {r.get("same_text_as_plain", r.get("same_text_as_first"))}/{r["requests"]}'
               + (f', decode phase {r["decode_tok_s"] / p["decode_tok_s"]:.2f}x' if r.get("decode_tok_s") and p.get("decode_tok_s") else ''))
+# Several pairs (ROUNDS at more than one stream): the VM's rate moves by a third from one
+# run to the next, so one pair says little; the median pair and the range say more.
+if any(len(v) > 2 for v in pairs.values()):
+    print("\nmedian over pairs (range):")
+    for (label, kind, schema, streams), v in pairs.items():
+        if len(v) > 2:
+            v = sorted(v)
+            print(f'  {label:24} {kind:10} schema={str(schema):5} streams={streams:2}: {v[len(v) // 2]:.2f}x over {len(v)} pairs ({v[0]:.2f}-{v[-1]:.2f})')
 EOF
