@@ -481,3 +481,32 @@ func TestBalancedCoversAndSplitsEvenly(t *testing.T) {
 		}
 	}
 }
+
+// TestWarm: Warm runs a token through the model (quantized weights, on shapes the AMX
+// arithmetic repacks where the CPU has it) and leaves nothing behind: a sequence's logits
+// afterwards are the bits a model that was never warmed gives.
+func TestWarm(t *testing.T) {
+	for name := range isaConfigs {
+		t.Run(name, func(t *testing.T) {
+			warm, _ := isaModel(t, name, tensor.Q4_1, tensor.F32)
+			cold, _ := isaModel(t, name, tensor.Q4_1, tensor.F32)
+			if err := warm.Warm(); err != nil {
+				t.Fatal(err)
+			}
+			a, b := warm.NewSequence(0), cold.NewSequence(0)
+			la, err := warm.Prefill(a, testPrompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb, err := cold.Prefill(b, testPrompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range la {
+				if math.Float32bits(la[i]) != math.Float32bits(lb[i]) {
+					t.Fatalf("logit %d after Warm %g, without %g", i, la[i], lb[i])
+				}
+			}
+		})
+	}
+}

@@ -194,6 +194,9 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 		return fmt.Errorf("generate: %w", err)
 	}
 	defer m.Close()
+	if err := m.Warm(); err != nil { // the one-time repacks, before the prefill is timed
+		return fmt.Errorf("generate: %w", err)
+	}
 
 	if ctx == nil {
 		ctx = context.Background()

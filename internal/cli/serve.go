@@ -210,6 +210,9 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer m.Close()
+	if err := m.Warm(); err != nil { // the one-time repacks, before the first request
+		return fmt.Errorf("serve: %w", err)
+	}
 	prop, note, err := proposers(f.speculate, f.draftIndex, f.model, true)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
