@@ -174,3 +174,22 @@ func TestPoolCloseDuringRun(t *testing.T) {
 	wg.Wait()
 	p.Close() // a second Close does nothing
 }
+
+// TestDecodeChunk: a decode product's chunks are whole 16-row groups of 64 to
+// decodeChunkRows rows, and a product large enough gives every worker two chunks or more.
+func TestDecodeChunk(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		for rows := 1; rows < 70000; rows += 37 {
+			c := 4 * decodeChunk(rows, workers)
+			if c%16 != 0 || c < 64 || c > decodeChunkRows {
+				t.Fatalf("%d rows, %d workers: chunks of %d rows", rows, workers, c)
+			}
+			if rows >= 2*workers*64 && rows/c < 2*workers {
+				t.Fatalf("%d rows, %d workers: chunks of %d rows give a worker fewer than two", rows, workers, c)
+			}
+		}
+	}
+	if c := 4 * decodeChunk(49152, 2); c != decodeChunkRows {
+		t.Errorf("SmolLM2's LM head on two workers: chunks of %d rows, want %d", c, decodeChunkRows)
+	}
+}
