@@ -152,12 +152,25 @@ func amxPackRow(dt tensor.DType, dst []byte, r int, blk []byte) {
 		copy(dst[sc+384+2*r:][:2], blk[0:2])
 		copy(dst[sc+416+2*r:][:2], blk[2:4])
 	case tensor.Q6_K:
-		var vals [256]byte
-		q6Values(&vals, (*[210]byte)(blk))
-		for e, v := range vals {
-			k, i := e/4, e%4
-			dst[64*(k%32)+4*r+i] |= (v & 15) << (4 * (k / 32))
-			dst[2048+64*(k%16)+4*r+i] |= (v >> 4) << (2 * (k / 16))
+		// Run k is elements 4k..4k+3. Each byte of the row's lanes is written once: the
+		// nibble plane's run k holds runs k (low nibble) and k+32 (high), the two-bit plane's
+		// run k the top bits of runs k, k+16, k+32 and k+48 at bits 0, 2, 4 and 6. (Or-ing
+		// element by element into zeroed bytes took 2.3× as long: `generate --max-tokens 2`
+		// on Llama-3.2-1B Q6_K, model load and warm-up included, 5.7-6.2 → 2.4-2.6 s.)
+		var v [256]byte
+		q6Values(&v, (*[210]byte)(blk))
+		for k := range 32 {
+			d, lo, hi := dst[64*k+4*r:][:4], v[4*k:][:4], v[4*(k+32):][:4]
+			for i := range 4 {
+				d[i] = lo[i]&15 | (hi[i]&15)<<4
+			}
+		}
+		for k := range 16 {
+			d := dst[2048+64*k+4*r:][:4]
+			a, b, c, e := v[4*k:][:4], v[4*(k+16):][:4], v[4*(k+32):][:4], v[4*(k+48):][:4]
+			for i := range 4 {
+				d[i] = a[i]>>4 | (b[i]>>4)<<2 | (c[i]>>4)<<4 | (e[i]>>4)<<6
+			}
 		}
 		for j := range 16 {
 			dst[3072+16*j+r] = blk[192+j]
