@@ -194,9 +194,6 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 		return fmt.Errorf("generate: %w", err)
 	}
 	defer m.Close()
-	if err := m.Warm(); err != nil { // the one-time repacks, before the prefill is timed
-		return fmt.Errorf("generate: %w", err)
-	}
 
 	if ctx == nil {
 		ctx = context.Background()
@@ -226,6 +223,11 @@ func runGenerate(ctx context.Context, f generateFlags, stdin io.Reader, stdout, 
 			_, err := io.WriteString(stdout, s)
 			return err
 		}
+	}
+	// After the flags are checked: a mistyped one is reported without waiting for the
+	// repacks.
+	if err := m.Warm(); err != nil { // the one-time repacks, before the prefill is timed
+		return fmt.Errorf("generate: %w", err)
 	}
 	res, err := engine.Generate(ctx, m, tok, ids, opts)
 	if err != nil {

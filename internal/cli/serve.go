@@ -210,9 +210,6 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer m.Close()
-	if err := m.Warm(); err != nil { // the one-time repacks, before the first request
-		return fmt.Errorf("serve: %w", err)
-	}
 	prop, note, err := proposers(f.speculate, f.draftIndex, f.model, true)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -239,6 +236,11 @@ func runServe(ctx context.Context, f serveFlags, stderr io.Writer, ready func(ad
 	name := f.name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(filepath.Clean(f.model)), filepath.Ext(f.model))
+	}
+	// After the flags are checked: a mistyped one is reported without waiting for the
+	// repacks.
+	if err := m.Warm(); err != nil { // the one-time repacks, before the first request
+		return fmt.Errorf("serve: %w", err)
 	}
 	srv, err := server.New(server.Config{
 		Model: m, Tokenizer: tok, ModelName: name,
