@@ -27,6 +27,15 @@ func amxArithmetic(w *Mat) bool {
 	return ggmlAMX && w.amx != nil && w.Rows%32 == 0 && !w.outsideAMX
 }
 
+// amxRowsRunBytes is how much of a repack asmAMXRows takes through all the tokens of a pass
+// of more than eight at a time: a kernel call takes eight tokens, and without the runs each
+// call streamed all of a worker's rows, a prefill of n tokens reading them n/8 times from
+// wherever they fit (on Llama-3.2-1B's 2048×8192 Q6_K matrices, a worker's half is 6.9 MB,
+// past a core's L2). 0: no runs (benchmarks). BenchmarkAMXRowsRuns, two threads, Xeon Emerald
+// Rapids, 512 tokens: Q6_K 8192×2048 46.9 → 41.9 ms, Q8_0 27.6 → 25.7; 1536×576 Q4_1 (a
+// worker's rows fit L2) unchanged; 128 KiB to 1 MiB runs within a few percent of each other.
+var amxRowsRunBytes = 256 << 10
+
 // amxPack holds a matrix's repack (amxGroupBytes per block and group of 16 rows), made once,
 // on the first product that needs it, and kept beside the matrix's own bytes (which
 // everything else reads): under that build such a model holds those weights twice.

@@ -63,14 +63,24 @@ func asmAMXRows(out []float32, w *Mat, start, n, lo, hi, nb int, q []int8, tokBy
 		cut[ncut], ncut = last, ncut+1
 	}
 	g0, g1 := (lo+15)/16, hi/16 // the whole groups
+	// A pass of more than eight tokens takes the whole groups in runs of about
+	// amxRowsRunBytes of the repack, each through all the tokens (cache blocking).
+	run := max(g1-g0, 1)
+	if n-start > 8 && amxRowsRunBytes > 0 {
+		run = max(1, amxRowsRunBytes/groupBytes)
+	}
+	for r0 := g0; r0 < g1; r0 += run {
+		r1 := min(g1, r0+run)
+		for t0 := start; t0 < n; t0 += 8 {
+			amxRowsCall(w.DType, min(8, n-t0), &pk[r0*groupBytes], nb, r1-r0, &q[t0*tokBytes], &d[t0/8*nb*8],
+				unsafe.Add(aux, t0/8*auxBytes), &out[t0*rows+16*r0], rows)
+		}
+	}
 	for t0 := start; t0 < n; t0 += 8 {
 		T := min(8, n-t0)
 		x := &q[t0*tokBytes]
 		dt := &d[t0/8*nb*8]
 		at := unsafe.Add(aux, t0/8*auxBytes)
-		if g1 > g0 {
-			amxRowsCall(w.DType, T, &pk[g0*groupBytes], nb, g1-g0, x, dt, at, &out[t0*rows+16*g0], rows)
-		}
 		for _, g := range cut[:ncut] {
 			var tmp [8 * 16]float32
 			amxRowsCall(w.DType, T, &pk[g*groupBytes], nb, 1, x, dt, at, &tmp[0], 16)

@@ -81,8 +81,12 @@ func TestKQuantAMX(t *testing.T) {
 				for _, isa := range SupportedISAs() {
 					withISA(t, isa, func() {
 						prepKAMX(&a, &w, n)
-						for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+						for i, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}, {3, sh.rows - 5}} {
 							lo, hi := rg[0], rg[1]
+							if i == 5 { // again in runs of one 16-row group through the tokens (amxRowsRunBytes)
+								defer func(b int) { amxRowsRunBytes = b }(amxRowsRunBytes)
+								amxRowsRunBytes = 1
+							}
 							amx := sh.rows%32 == 0
 							if amx && amxRowsRun() && !asmKAMX(make([]float32, n*sh.rows), &w, &a, 0, n, lo, hi) {
 								t.Fatalf("%v %v %d×%d n=%d rows %d..%d: the kernels did not run", dt, isa, sh.rows, sh.cols, n, lo, hi)

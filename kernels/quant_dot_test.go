@@ -527,8 +527,12 @@ func testQ4AMXKernels(t *testing.T, rng *rand.Rand, dt tensor.DType, rows, cols 
 			withISA(t, isa, func() {
 				prepSmallN(&a, &w, n)
 				prepAMX(&a, &w, n)
-				for _, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}} {
+				for i, rg := range [][2]int{{0, sh.rows}, {3, sh.rows - 5}, {17, 30}, {5, 11}, {16, 32}, {0, sh.rows}} {
 					lo, hi := rg[0], rg[1]
+					if i == 5 { // again in runs of one 16-row group through the tokens (amxRowsRunBytes)
+						defer func(b int) { amxRowsRunBytes = b }(amxRowsRunBytes)
+						amxRowsRunBytes = 1
+					}
 					out := make([]float32, n*sh.rows)
 					if amxRowsRun() && !asmAMX(out, &w, &a, n, lo, hi) {
 						t.Fatalf("%v %v %d×%d n=%d rows %d..%d: the kernels did not run", dt, isa, sh.rows, sh.cols, n, lo, hi)
