@@ -112,5 +112,23 @@ func amxKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 		}
 		return true
 	}
+	if w.DType == tensor.Q6_K {
+		if n16 := q6KTileRows(out, w, a, n, lo, hi); n16 > 0 {
+			// The tile took the whole groups' first n16 tokens: the rows kernels do their
+			// rows outside those groups, then every row's other tokens (the same bits).
+			nb := w.Cols / 256
+			aux := unsafe.Pointer(unsafe.SliceData(a.amxComp))
+			if g0 := (lo + 15) / 16; lo < 16*g0 {
+				asmAMXRows(out, w, 0, n16, lo, 16*g0, nb, a.q, nb*256, a.amxD, aux, nb*128*4)
+			}
+			if g1 := hi / 16; 16*g1 < hi {
+				asmAMXRows(out, w, 0, n16, 16*g1, hi, nb, a.q, nb*256, a.amxD, aux, nb*128*4)
+			}
+			if n16 < n {
+				asmKAMX(out, w, a, n16, n, lo, hi)
+			}
+			return true
+		}
+	}
 	return asmKAMX(out, w, a, 0, n, lo, hi)
 }

@@ -59,9 +59,11 @@ func TestKQuantAMX(t *testing.T) {
 					}
 				}
 			}
-			x := randVec(rng, 17*sh.cols)
+			x := randVec(rng, 33*sh.cols)
 			ref := dotKAMXFor(dt)
-			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 17} { // every kernel (T = 1..8 tokens a call)
+			// Every rows kernel (T = 1..8 tokens a call); where the AMX tile runs, Q6_K's
+			// 16-token tiles alone and with the rows kernels' rest (Q4_K's from 32 tokens).
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 16, 17, 33} {
 				var a qactK
 				a.quantize(x[:n*sh.cols])
 				for tk := range n {
@@ -92,7 +94,12 @@ func TestKQuantAMX(t *testing.T) {
 								t.Fatalf("%v %v %d×%d n=%d rows %d..%d: the kernels did not run", dt, isa, sh.rows, sh.cols, n, lo, hi)
 							}
 							out := make([]float32, n*sh.rows)
+							tiles := AMXBlocks()
 							kQuantRows(out, &w, &a, n, lo, hi)
+							if whole := hi/16 - (lo+15)/16; q6TileRuns(&w, n) && whole > 0 &&
+								AMXBlocks()-tiles != int64(whole*(n/16)) {
+								t.Fatalf("%v %v %d×%d n=%d rows %d..%d: the AMX tile multiplied %d blocks of 16 rows, want %d", dt, isa, sh.rows, sh.cols, n, lo, hi, AMXBlocks()-tiles, whole*(n/16))
+							}
 							for tk := range n {
 								for r := lo; r < hi; r++ {
 									row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
