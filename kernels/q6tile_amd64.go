@@ -48,11 +48,18 @@ var q6TileIdx = func() *[64]uint16 {
 func q6KTileExpand(w *byte, nb int, dst *byte, idx *uint16)
 
 //go:noescape
-func q6KTile16(cfg *[64]byte, planes, w *byte, nb int, x *int8, tokBytes int, dT, dT8, out *float32, ldo int, buf *byte)
+func q6KTileSB(cfg *[64]byte, planes *byte, planesStride int, w *byte, wStride, G int, x *int8, tokBytes, tiles int, dT *float32, dTStride int, acc *float32, accStride int, buf *byte)
 
-// q6TileScratch is one worker's expanded group (nb × 8192 bytes) and the tile's C stores.
+// q6TilePanel is the groups of 16 rows q6KTileRows takes through the super-blocks at a
+// time: their planes (q6TilePanel·nb·8 KiB) and a token tile's quants of one super-block
+// stay in the near caches while every token tile and group uses them.
+const q6TilePanel = 4
+
+// q6TileScratch is one worker's expanded panel (q6TilePanel × nb × 8192 bytes), its
+// accumulators (a group's tokens × 16 floats, per group) and the tile's C stores.
 type q6TileScratch struct {
 	planes []byte
+	acc    []float32
 	buf    [2048]byte
 }
 
@@ -77,14 +84,24 @@ func q6KTileRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 	_ = a.amxD[n16*nb-1]
 	s := q6TileScratchPool.Get().(*q6TileScratch)
 	defer q6TileScratchPool.Put(s)
-	s.planes = grow(s.planes, nb*8192)
+	s.planes = grow(s.planes, q6TilePanel*nb*8192)
+	s.acc = grow(s.acc, q6TilePanel*n16*16)
 	amxBlocks.Add(int64(g1-g0) * int64(n16/16))
-	for g := g0; g < g1; g++ {
-		grp := &pk[g*groupBytes]
-		q6KTileExpand(grp, nb, &s.planes[0], &q6TileIdx[0])
-		for t0 := 0; t0 < n16; t0 += 16 {
-			q6KTile16(amxTileCfg, &s.planes[0], grp, nb, &a.q[t0*tokBytes], tokBytes,
-				&a.amxD[t0/8*nb*8], &a.amxD[(t0/8+1)*nb*8], &out[t0*rows+16*g], rows, &s.buf[0])
+	for p0 := g0; p0 < g1; p0 += q6TilePanel {
+		G := min(q6TilePanel, g1-p0)
+		for gi := range G {
+			q6KTileExpand(&pk[(p0+gi)*groupBytes], nb, &s.planes[gi*nb*8192], &q6TileIdx[0])
+		}
+		acc := s.acc[:G*n16*16]
+		clear(acc) // +0, as the rows kernels' registers start
+		for b := range nb {
+			q6KTileSB(amxTileCfg, &s.planes[b*8192], nb*8192, &pk[p0*groupBytes+b*3360], groupBytes, G,
+				&a.q[b*256], tokBytes, n16/16, &a.amxD[8*b], nb*8*4, &acc[0], n16*64, &s.buf[0])
+		}
+		for gi := range G {
+			for t := range n16 {
+				copy(out[t*rows+16*(p0+gi):][:16], acc[(gi*n16+t)*16:][:16])
+			}
 		}
 	}
 	return n16

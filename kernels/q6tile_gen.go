@@ -110,29 +110,39 @@ func expand() {
 	fmt.Fprintf(&s, "\n")
 }
 
-// tile writes q6KTile16: one group of 16 rows (planes: q6KTileExpand's, w: the group's
-// repack, for d) times 16 tokens over nb super-blocks. Per super-block the four 64-column
-// chunks' products go into C lo and C hi, which are stored; then per token, exactly as the
-// rows kernels (amxrows_gen.go, bodyQ6K): isum = lo + hi·256 (the exact Σ_j sc_j·(Σ q·x −
-// 32·Σx)), converted, times d_w·d_x, fused-added into Z0..Z15 (token t's 16 rows).
+// tile writes q6KTileSB: super-block b of a panel of G groups of 16 rows (planes: their
+// q6KTileExpand planes of b, planesStride apart; w: their repack's super-block b, wStride
+// apart, for d) times tiles·16 tokens (x: token 0's quants of b, tokBytes apart; dT: token 0's
+// d of b in amxD, dTStride bytes per eight tokens). Per 16 tokens and group, the four
+// 64-column chunks' products go into C lo and C hi, which are stored; then per token, exactly
+// as the rows kernels (amxrows_gen.go, bodyQ6K): isum = lo + hi·256 (the exact
+// Σ_j sc_j·(Σ q·x − 32·Σx)), converted, times d_w·d_x, fused-added into the token's 16
+// floats of acc (group gi's tokens accStride bytes after group gi−1's, 64 bytes a token).
+// The caller runs b = 0, 1, … over the panel, so each (row, token) gets the rows kernels'
+// sums in their order, while a super-block's operands (G·8 KiB of planes, 4 KiB of a tile's
+// quants) are read from the near caches by every token tile and group.
 func tile() {
-	fmt.Fprintf(&s, "// func q6KTile16(cfg *[64]byte, planes, w *byte, nb int, x *int8, tokBytes int, dT, dT8, out *float32, ldo int, buf *byte)\n")
-	fmt.Fprintf(&s, "TEXT ·q6KTile16(SB), NOSPLIT, $0-88\n")
+	fmt.Fprintf(&s, "// func q6KTileSB(cfg *[64]byte, planes *byte, planesStride int, w *byte, wStride, G int, x *int8, tokBytes, tiles int, dT *float32, dTStride int, acc *float32, accStride int, buf *byte)\n")
+	fmt.Fprintf(&s, "TEXT ·q6KTileSB(SB), NOSPLIT, $0-112\n")
 	p("MOVQ cfg+0(FP), AX")
 	p("LDTILECFG_AX")
-	p("MOVQ planes+8(FP), AX")
-	p("MOVQ w+16(FP), R8")
-	p("MOVQ nb+24(FP), DX")
-	p("MOVQ x+32(FP), SI")
-	p("MOVQ tokBytes+40(FP), BX")
-	p("MOVQ dT+48(FP), R10")
-	p("MOVQ dT8+56(FP), R9")
-	p("MOVQ buf+80(FP), DI")
+	p("MOVQ x+48(FP), SI")
+	p("MOVQ tokBytes+56(FP), BX")
+	p("MOVQ BX, DX")
+	p("SHLQ $4, DX") // 16 tokens
+	p("MOVQ dT+72(FP), R10")
+	p("MOVQ acc+88(FP), R15")
+	p("MOVQ buf+104(FP), DI")
 	p("MOVQ $64, CX")
-	for t := range 16 {
-		p("VPXORD Z%d, Z%d, Z%d", t, t, t)
-	}
-	fmt.Fprintf(&s, "sb:\n")
+	p("MOVQ tiles+64(FP), R13")
+	fmt.Fprintf(&s, "tile:\n")
+	p("MOVQ R10, R9")
+	p("ADDQ dTStride+80(FP), R9") // tokens 8..15's d
+	p("MOVQ planes+8(FP), AX")
+	p("MOVQ w+24(FP), R8")
+	p("MOVQ R15, R11")
+	p("MOVQ G+40(FP), R12")
+	fmt.Fprintf(&s, "group:\n")
 	p("TILEZERO_T0")
 	p("TILEZERO_T1")
 	for c := range 4 {
@@ -152,9 +162,10 @@ func tile() {
 		p("ADDQ $64, SI")
 		p("ADDQ $1024, AX")
 	}
+	p("SUBQ $256, SI")
+	p("SUBQ $4096, AX")
 	p("TILESTORED_DI_CX_T0")
 	p("TILESTORED_DI1024_CX_T1")
-	p("ADDQ $4096, AX")
 	p("VCVTPH2PS 3328(R8), Z20") // d_w of the 16 rows
 	for t := range 16 {
 		dReg := "R10"
@@ -167,22 +178,21 @@ func tile() {
 		p("VPADDD Z21, Z22, Z22")
 		p("VCVTDQ2PS Z22, Z22")
 		p("VMULPS.BCST %d(%s), Z20, Z23", 4*(t%8), dReg) // d_w·d_x
+		p("VMOVUPS %d(R11), Z%d", 64*t, t)
 		p("VFMADD231PS Z23, Z22, Z%d", t)
+		p("VMOVUPS Z%d, %d(R11)", t, 64*t)
 	}
-	p("ADDQ $3360, R8")
-	p("ADDQ $32, R10")
-	p("ADDQ $32, R9")
-	p("DECQ DX")
-	p("JNZ sb")
-	p("MOVQ out+64(FP), R13")
-	p("MOVQ ldo+72(FP), R12")
-	p("SHLQ $2, R12")
-	for t := range 16 {
-		p("VMOVUPS Z%d, (R13)", t)
-		if t < 15 {
-			p("ADDQ R12, R13")
-		}
-	}
+	p("ADDQ planesStride+16(FP), AX")
+	p("ADDQ wStride+32(FP), R8")
+	p("ADDQ accStride+96(FP), R11")
+	p("DECQ R12")
+	p("JNZ group")
+	p("ADDQ DX, SI")
+	p("MOVQ dTStride+80(FP), R14")
+	p("LEAQ (R10)(R14*2), R10")
+	p("ADDQ $1024, R15")
+	p("DECQ R13")
+	p("JNZ tile")
 	p("TILERELEASE")
 	p("VZEROUPPER")
 	p("RET")
