@@ -23,6 +23,9 @@ import (
 // quants are A as they lie (16 tokens, 64 columns each, the token stride apart), so neither
 // side is transposed. Per super-block and 16 tokens: eight tile products, two stores, and per
 // token the rows kernels' float steps (convert, times d_w·d_x, fused-add) in the same order.
+// BenchmarkKQuantTile (two threads, Xeon Emerald Rapids, alternating with the rows kernels):
+// 2048×8192 at 512 tokens 60.7 → 28.7 ms, 8192×2048 69.2 → 38.0, 1024×3072 at 128 tokens
+// 2.14 → 1.00; Llama-3.2-1B Q6_K prefill of 512 tokens 117-121 → 179-210 tok/s.
 
 // q6TileMinTokens: shorter passes stay on the rows kernels (the expansion is paid per group
 // of rows and product).
