@@ -28,9 +28,10 @@ func asmAMX(out []float32, w *Mat, a *qact, n, lo, hi int) bool {
 	return true
 }
 
-// asmKAMX is asmAMX for Q4_K, Q5_K and Q6_K, tokens [t0,n) (t0 a multiple of 8).
+// asmKAMX is asmAMX for Q4_K, Q5_K and Q6_K, tokens [t0,n) (t0 a multiple of 8) of the
+// a.amxN that prepKAMX laid out.
 func asmKAMX(out []float32, w *Mat, a *qactK, t0, n, lo, hi int) bool {
-	if !amxRowsRun() || w.amx == nil || a.amxN != n || hi <= lo {
+	if !amxRowsRun() || w.amx == nil || a.amxN < n || hi <= lo {
 		return false
 	}
 	nb := w.Cols / 256
@@ -114,15 +115,13 @@ func amxKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 	}
 	if w.DType == tensor.Q6_K {
 		if n16 := q6KTileRows(out, w, a, n, lo, hi); n16 > 0 {
-			// The tile took the whole groups' first n16 tokens: the rows kernels do their
-			// rows outside those groups, then every row's other tokens (the same bits).
-			nb := w.Cols / 256
-			aux := unsafe.Pointer(unsafe.SliceData(a.amxComp))
+			// The tile took the whole groups' first n16 tokens: the rows kernels do the rows
+			// outside those groups, then every row's other tokens (the same bits).
 			if g0 := (lo + 15) / 16; lo < 16*g0 {
-				asmAMXRows(out, w, 0, n16, lo, 16*g0, nb, a.q, nb*256, a.amxD, aux, nb*128*4)
+				asmKAMX(out, w, a, 0, n16, lo, 16*g0)
 			}
 			if g1 := hi / 16; 16*g1 < hi {
-				asmAMXRows(out, w, 0, n16, 16*g1, hi, nb, a.q, nb*256, a.amxD, aux, nb*128*4)
+				asmKAMX(out, w, a, 0, n16, 16*g1, hi)
 			}
 			if n16 < n {
 				asmKAMX(out, w, a, n16, n, lo, hi)
