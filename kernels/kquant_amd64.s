@@ -690,190 +690,6 @@ q6done:
 	VZEROUPPER
 	RET
 
-// func q4KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
-//
-// q4KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
-// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
-TEXT ·q4KRowVNNI(SB), NOSPLIT, $352-72
-	MOVQ nb+8(FP), CX
-	MOVQ CX, R12
-	SHLQ $8, R12 // token stride of q: nb·256 bytes
-	MOVQ CX, R13
-	SHLQ $2, R13 // of d: nb·4
-	MOVQ CX, BX
-	SHLQ $5, BX // of bs: nb·32
-	TESTQ CX, CX
-	JZ q4vdone
-	// The row loop's state, in the frame: the row, its accumulators, the rows left.
-	MOVQ w+0(FP), AX
-	MOVQ AX, 320(SP)
-	MOVQ acc+48(FP), AX
-	MOVQ AX, 328(SP)
-	MOVQ rows+56(FP), AX
-	MOVQ AX, 336(SP)
-
-q4vrow:
-	MOVQ 320(SP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ bs+32(FP), R9
-	MOVQ 328(SP), R11
-	MOVQ nt+40(FP), R10
-	SHLQ $6, R10
-	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
-	VPXOR Y0, Y0, Y0
-	MOVQ R11, AX
-q4vzero:
-	VMOVDQU Y0, (AX)
-	VMOVDQU Y0, 32(AX)
-	ADDQ $64, AX
-	CMPQ AX, R10
-	JLT q4vzero
-
-q4vblock:
-	// 4 KiB ahead into L2, as the other decode kernels do (docs/kernels.md; not measured
-	// apart here, on a machine at load 20): the rows of a call are consecutive in memory.
-	PREFETCHT1 4096(SI)
-	PREFETCHT1 4160(SI)
-	PREFETCHT1 4224(SI)
-	VPBROADCASTW 0(SI), X14
-	VCVTPH2PS X14, X14 // d_w
-	VPBROADCASTW 2(SI), X15
-	VCVTPH2PS X15, X15 // dmin_w
-	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
-	// Y8: scales in the low lane, mins in the high one.
-	MOVL 4(SI), AX
-	MOVL 8(SI), DX
-	MOVL 12(SI), R14
-	MOVL AX, R15
-	ANDL $0x3f3f3f3f, R15
-	VMOVD R15, X8
-	MOVL R14, R15
-	ANDL $0x0f0f0f0f, R15
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R15
-	VPINSRD $1, R15, X8, X8
-	MOVL DX, R15
-	ANDL $0x3f3f3f3f, R15
-	VPINSRD $2, R15, X8, X8
-	SHRL $4, R14
-	ANDL $0x0f0f0f0f, R14
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R14
-	VPINSRD $3, R14, X8, X8
-	VPMOVZXBW X8, Y8
-	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
-	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
-	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
-	// decode product for a quarter of its time (perf annotate: Q4_K 3.5 GB/s, Q6_K 26).
-	VPERMQ $0x44, Y8, Y13
-	VPSHUFB kqK4Shuf<>+0(SB), Y13, Y9
-	VMOVDQU Y9, 64(SP)
-	VPSHUFB kqK4Shuf<>+32(SB), Y13, Y9
-	VMOVDQU Y9, 96(SP)
-	VPSHUFB kqK4Shuf<>+64(SB), Y13, Y9
-	VMOVDQU Y9, 128(SP)
-	VPSHUFB kqK4Shuf<>+96(SB), Y13, Y9
-	VMOVDQU Y9, 160(SP)
-	VPSHUFB kqK4Shuf<>+128(SB), Y13, Y9
-	VMOVDQU Y9, 192(SP)
-	VPSHUFB kqK4Shuf<>+160(SB), Y13, Y9
-	VMOVDQU Y9, 224(SP)
-	VPSHUFB kqK4Shuf<>+192(SB), Y13, Y9
-	VMOVDQU Y9, 256(SP)
-	VPSHUFB kqK4Shuf<>+224(SB), Y13, Y9
-	VMOVDQU Y9, 288(SP)
-	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
-	VEXTRACTI128 $1, Y8, X9
-	VPUNPCKLWD X9, X9, X10
-	VPUNPCKHWD X9, X9, X11
-	VINSERTI128 $1, X11, Y10, Y10
-
-	// Runs 2j and 2j+1 are the low and high nibbles of qs[32j:32j+32].
-	VMOVDQU kqM4<>(SB), Y13
-	VMOVDQU 16(SI), Y8
-	VPAND Y13, Y8, Y0
-	VPSRLW $4, Y8, Y8
-	VPAND Y13, Y8, Y1
-	VMOVDQU 48(SI), Y8
-	VPAND Y13, Y8, Y2
-	VPSRLW $4, Y8, Y8
-	VPAND Y13, Y8, Y3
-	VMOVDQU 80(SI), Y8
-	VPAND Y13, Y8, Y4
-	VPSRLW $4, Y8, Y8
-	VPAND Y13, Y8, Y5
-	VMOVDQU 112(SI), Y8
-	VPAND Y13, Y8, Y6
-	VPSRLW $4, Y8, Y8
-	VPAND Y13, Y8, Y7
-	MOVQ DI, AX
-	MOVQ R8, DX
-	MOVQ R9, R14
-	MOVQ R11, R15
-
-q4vtok:
-	VPXOR Y11, Y11, Y11
-	VPMADDUBSW 0(AX), Y0, Y12
-	VPDPWSSD 64(SP), Y12, Y11
-	VPMADDUBSW 32(AX), Y1, Y12
-	VPDPWSSD 96(SP), Y12, Y11
-	VPMADDUBSW 64(AX), Y2, Y12
-	VPDPWSSD 128(SP), Y12, Y11
-	VPMADDUBSW 96(AX), Y3, Y12
-	VPDPWSSD 160(SP), Y12, Y11
-	VPMADDUBSW 128(AX), Y4, Y12
-	VPDPWSSD 192(SP), Y12, Y11
-	VPMADDUBSW 160(AX), Y5, Y12
-	VPDPWSSD 224(SP), Y12, Y11
-	VPMADDUBSW 192(AX), Y6, Y12
-	VPDPWSSD 256(SP), Y12, Y11
-	VPMADDUBSW 224(AX), Y7, Y12
-	VPDPWSSD 288(SP), Y12, Y11
-	VPMADDWD (R14), Y10, Y12
-	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
-	VPHADDD Y12, Y11, Y11
-	VEXTRACTI128 $1, Y11, X13
-	VPADDD X13, X11, X11
-	VPHADDD X11, X11, X11
-	VCVTDQ2PS X11, X11
-	VMULSS (DX), X14, X12
-	VMULSS (DX), X15, X13
-	VMOVSS 0(R15), X9
-	VFMADD231SS X12, X11, X9
-	VMOVSS X9, 0(R15)
-	VMOVSHDUP X11, X11
-	VMOVSS 4(R15), X9
-	VFMADD231SS X13, X11, X9
-	VMOVSS X9, 4(R15)
-	ADDQ R12, AX
-	ADDQ R13, DX
-	ADDQ BX, R14
-	ADDQ $64, R15
-	CMPQ R15, R10
-	JLT q4vtok
-
-	ADDQ $144, SI
-	ADDQ $256, DI
-	ADDQ $4, R8
-	ADDQ $32, R9
-	DECQ CX
-	JNZ q4vblock
-	MOVQ 320(SP), AX
-	ADDQ rowBytes+64(FP), AX
-	MOVQ AX, 320(SP)
-	MOVQ R10, 328(SP) // the next row's accumulators follow
-	DECQ 336(SP)
-	JNZ q4vrow
-q4vdone:
-	VZEROUPPER
-	RET
-
 // func q5KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 //
 // q5KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
@@ -1087,11 +903,38 @@ q5vdone:
 	VZEROUPPER
 	RET
 
-// func q6KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+// The 512-bit k-quant row kernels, where useVNNI is on (AVX-512 BW, VL and VNNI): the
+// integers and float steps of q4KRowAVX2 and q6KRowAVX2, with two runs of 32 in each vector
+// instead of one, so half the vector instructions per super-block. A decode product (one
+// token a call) was bound by them: on an Ice Lake Xeon (2 vCPUs) the 256-bit Q4_K kernel
+// streamed 18.8 GB/s against Q6_K's 21.8, whose super-blocks carry 46% more bytes for about
+// the same work. These replaced the 256-bit VPDPWSSD kernels (the AVX2 ones with VPDPWSSD
+// for VPMADDWD and VPADDD), same machine, alternating in one process:
+//   - Llama-3.2-1B's decode products in one dtype (112 matrices and the head), Q4_K
+//     40.2/39.5 → 34.1/32.5 ms, Q6_K 42.1/41.8 → 35.5/40.1 ms;
+//   - one 3072×1024 matrix at 4, 7 and 128 tokens: Q4_K 1.2×, Q6_K 1.25–1.5×;
+//   - whole decode steps (model.Decode, 40 alternating rounds): Qwen3-0.6B Q4_K_M 24.1 →
+//     21.2 ms, Llama-3.2-1B Q4_K_M 45.0 → 39.9, Qwen3-0.6B Q6_K 30.1 → 27.2, Llama-3.2-1B
+//     Q6_K 53.4 → 48.7.
 //
-// q6KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
-// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
-TEXT ·q6KRowVNNI(SB), NOSPLIT, $352-72
+// q4KRowZMM: each 32 bytes of qs hold runs 2j (low nibbles) and 2j+1 (high); broadcast to
+// both halves of a register and shifted by 0 and 4 (VPSRLVQ per quadword, then the 0x0f
+// mask), they become [run 2j | run 2j+1], which multiplies the activations' bytes
+// 64j..64j+63 as they lie. Q4_K's float steps take the super-block's two integer sums, which
+// are exact, so the order of the lanes does not change them.
+
+DATA kqZShift<>+0(SB)/8, $0
+DATA kqZShift<>+8(SB)/8, $0
+DATA kqZShift<>+16(SB)/8, $0
+DATA kqZShift<>+24(SB)/8, $0
+DATA kqZShift<>+32(SB)/8, $4
+DATA kqZShift<>+40(SB)/8, $4
+DATA kqZShift<>+48(SB)/8, $4
+DATA kqZShift<>+56(SB)/8, $4
+GLOBL kqZShift<>(SB), RODATA|NOPTR, $64
+
+// func q4KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+TEXT ·q4KRowZMM(SB), NOSPLIT, $32-72
 	MOVQ nb+8(FP), CX
 	MOVQ CX, R12
 	SHLQ $8, R12 // token stride of q: nb·256 bytes
@@ -1100,131 +943,276 @@ TEXT ·q6KRowVNNI(SB), NOSPLIT, $352-72
 	MOVQ CX, BX
 	SHLQ $5, BX // of bs: nb·32
 	TESTQ CX, CX
-	JZ q6vdone
-	// The row loop's state, in the frame: the row, its accumulators, the rows left.
+	JZ q4zdone
+	VMOVDQU64 kqZShift<>(SB), Z30
+	VPBROADCASTQ kqM4<>(SB), Z31
 	MOVQ w+0(FP), AX
-	MOVQ AX, 320(SP)
+	MOVQ AX, 0(SP)
 	MOVQ acc+48(FP), AX
-	MOVQ AX, 328(SP)
+	MOVQ AX, 8(SP)
 	MOVQ rows+56(FP), AX
-	MOVQ AX, 336(SP)
+	MOVQ AX, 16(SP)
 
-q6vrow:
-	MOVQ 320(SP), SI
+q4zrow:
+	MOVQ 0(SP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ q+16(FP), DI
 	MOVQ d+24(FP), R8
 	MOVQ bs+32(FP), R9
-	MOVQ 328(SP), R11
+	MOVQ 8(SP), R11
 	MOVQ nt+40(FP), R10
 	SHLQ $6, R10
 	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
 	VPXOR Y0, Y0, Y0
 	MOVQ R11, AX
-q6vzero:
+q4zzero:
 	VMOVDQU Y0, (AX)
 	VMOVDQU Y0, 32(AX)
 	ADDQ $64, AX
 	CMPQ AX, R10
-	JLT q6vzero
+	JLT q4zzero
 
-q6vblock:
+q4zblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// The 6-bit scales and mins as q4KRowAVX2 unpacks them: Y8 = scales (low lane), mins.
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	VMOVD R15, X8
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	VPINSRD $1, R15, X8, X8
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	VPINSRD $2, R15, X8, X8
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	VPINSRD $3, R14, X8, X8
+	VPMOVZXBW X8, Y8
+	// Z16+j = [scale 2j ×16 | scale 2j+1 ×16] as int16: kqK4Shuf's entries 2j and 2j+1 are
+	// one 64-byte control over the scales in all four 128-bit lanes.
+	VSHUFI32X4 $0, Z8, Z8, Z13
+	VPSHUFB kqK4Shuf<>+0(SB), Z13, Z16
+	VPSHUFB kqK4Shuf<>+64(SB), Z13, Z17
+	VPSHUFB kqK4Shuf<>+128(SB), Z13, Z18
+	VPSHUFB kqK4Shuf<>+192(SB), Z13, Z19
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+	// Z20+j = [run 2j | run 2j+1].
+	VBROADCASTI64X4 16(SI), Z20
+	VBROADCASTI64X4 48(SI), Z21
+	VBROADCASTI64X4 80(SI), Z22
+	VBROADCASTI64X4 112(SI), Z23
+	VPSRLVQ Z30, Z20, Z20
+	VPSRLVQ Z30, Z21, Z21
+	VPSRLVQ Z30, Z22, Z22
+	VPSRLVQ Z30, Z23, Z23
+	VPANDQ Z31, Z20, Z20
+	VPANDQ Z31, Z21, Z21
+	VPANDQ Z31, Z22, Z22
+	VPANDQ Z31, Z23, Z23
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q4ztok:
+	VPMADDUBSW 0(AX), Z20, Z24
+	VPMADDUBSW 64(AX), Z21, Z25
+	VPMADDUBSW 128(AX), Z22, Z26
+	VPMADDUBSW 192(AX), Z23, Z27
+	VPMADDWD Z16, Z24, Z24
+	VPDPWSSD Z17, Z25, Z24
+	VPDPWSSD Z18, Z26, Z24
+	VPDPWSSD Z19, Z27, Z24
+	VEXTRACTI64X4 $1, Z24, Y12
+	VPADDD Y12, Y24, Y11
+	VPMADDWD (R14), Y10, Y12
+	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
+	VPHADDD Y12, Y11, Y11
+	VEXTRACTI128 $1, Y11, X13
+	VPADDD X13, X11, X11
+	VPHADDD X11, X11, X11
+	VCVTDQ2PS X11, X11
+	VMULSS (DX), X14, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 0(R15), X9
+	VFMADD231SS X12, X11, X9
+	VMOVSS X9, 0(R15)
+	VMOVSHDUP X11, X11
+	VMOVSS 4(R15), X9
+	VFMADD231SS X13, X11, X9
+	VMOVSS X9, 4(R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q4ztok
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q4zblock
+	MOVQ 0(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ R10, 8(SP) // the next row's accumulators follow
+	DECQ 16(SP)
+	JNZ q4zrow
+q4zdone:
+	VZEROUPPER
+	RET
+
+// Q6_K's masks and shifts for the 512-bit kernel: qh's bits 2r and 2r+1 go to bits 4 and 5
+// of run r's bytes (r = 0..3): left by 4 and 2 for runs 0 and 1, right by 0 and 2 for 2 and 3.
+DATA kqZShl6<>+0(SB)/8, $4
+DATA kqZShl6<>+8(SB)/8, $4
+DATA kqZShl6<>+16(SB)/8, $4
+DATA kqZShl6<>+24(SB)/8, $4
+DATA kqZShl6<>+32(SB)/8, $2
+DATA kqZShl6<>+40(SB)/8, $2
+DATA kqZShl6<>+48(SB)/8, $2
+DATA kqZShl6<>+56(SB)/8, $2
+GLOBL kqZShl6<>(SB), RODATA|NOPTR, $64
+DATA kqZShr6<>+0(SB)/8, $0
+DATA kqZShr6<>+8(SB)/8, $0
+DATA kqZShr6<>+16(SB)/8, $0
+DATA kqZShr6<>+24(SB)/8, $0
+DATA kqZShr6<>+32(SB)/8, $2
+DATA kqZShr6<>+40(SB)/8, $2
+DATA kqZShr6<>+48(SB)/8, $2
+DATA kqZShr6<>+56(SB)/8, $2
+GLOBL kqZShr6<>(SB), RODATA|NOPTR, $64
+
+// func q6KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q6KRowAVX2 with two runs of 32 per 512-bit vector, [run 2j | run 2j+1], which multiply the
+// activations' bytes 64j..64j+63 as they lie. Q6_K's float steps are per lane: acc[0:8] +=
+// (d_x·d_w)·float(lane k), where lane k sums bytes 4k..4k+3 of every run. The upper half's
+// lane 8+k sums the same bytes of the odd runs, so folding it onto lane k gives each lane
+// the integers it has in q6KRowAVX2, and the float steps follow unchanged.
+TEXT ·q6KRowZMM(SB), NOSPLIT, $32-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q6zdone
+	VMOVDQU64 kqZShl6<>(SB), Z28
+	VMOVDQU64 kqZShr6<>(SB), Z29
+	VPBROADCASTQ kqM48<>(SB), Z30
+	VPBROADCASTQ kqM4<>(SB), Z31
+	MOVQ w+0(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 16(SP)
+
+q6zrow:
+	MOVQ 0(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 8(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q6zzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q6zzero
+
+q6zblock:
 	PREFETCHT1 4096(SI)
 	PREFETCHT1 4160(SI)
 	PREFETCHT1 4224(SI)
 	PREFETCHT1 4288(SI)
 	VPBROADCASTW 208(SI), X14
 	VCVTPH2PS X14, X14 // d_w
-	VMOVDQU 0(SI), Y8 // l1
-	VMOVDQU 32(SI), Y9 // l2
-	VMOVDQU 128(SI), Y10 // qh
-	VPAND kqM3<>(SB), Y10, Y11
-	VPSLLW $4, Y11, Y11
-	VPAND kqM4<>(SB), Y8, Y0
-	VPOR Y11, Y0, Y0
-	VPAND kqM12<>(SB), Y10, Y11
-	VPSLLW $2, Y11, Y11
-	VPAND kqM4<>(SB), Y9, Y1
-	VPOR Y11, Y1, Y1
-	VPAND kqM48<>(SB), Y10, Y11
-	VPSRLW $4, Y8, Y8
-	VPAND kqM4<>(SB), Y8, Y2
-	VPOR Y11, Y2, Y2
-	VPAND kqMC0<>(SB), Y10, Y11
-	VPSRLW $2, Y11, Y11
-	VPSRLW $4, Y9, Y9
-	VPAND kqM4<>(SB), Y9, Y3
-	VPOR Y11, Y3, Y3
-	VMOVDQU 64(SI), Y8 // l1
-	VMOVDQU 96(SI), Y9 // l2
-	VMOVDQU 160(SI), Y10 // qh
-	VPAND kqM3<>(SB), Y10, Y11
-	VPSLLW $4, Y11, Y11
-	VPAND kqM4<>(SB), Y8, Y4
-	VPOR Y11, Y4, Y4
-	VPAND kqM12<>(SB), Y10, Y11
-	VPSLLW $2, Y11, Y11
-	VPAND kqM4<>(SB), Y9, Y5
-	VPOR Y11, Y5, Y5
-	VPAND kqM48<>(SB), Y10, Y11
-	VPSRLW $4, Y8, Y8
-	VPAND kqM4<>(SB), Y8, Y6
-	VPOR Y11, Y6, Y6
-	VPAND kqMC0<>(SB), Y10, Y11
-	VPSRLW $2, Y11, Y11
-	VPSRLW $4, Y9, Y9
-	VPAND kqM4<>(SB), Y9, Y7
-	VPOR Y11, Y7, Y7
-	VMOVDQU 192(SI), X8 // the 16 int8 scales
-	VPSHUFB kqQ6Shuf<>+0(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 64(SP)
-	VPSHUFB kqQ6Shuf<>+16(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 96(SP)
-	VPSHUFB kqQ6Shuf<>+32(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 128(SP)
-	VPSHUFB kqQ6Shuf<>+48(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 160(SP)
-	VPSHUFB kqQ6Shuf<>+64(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 192(SP)
-	VPSHUFB kqQ6Shuf<>+80(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 224(SP)
-	VPSHUFB kqQ6Shuf<>+96(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 256(SP)
-	VPSHUFB kqQ6Shuf<>+112(SB), X8, X9
-	VPMOVSXBW X9, Y9
-	VMOVDQU Y9, 288(SP)
-	VPMOVSXBW X8, Y13 // for the −32 offset: lane k is bs_2k·sc_2k + bs_2k+1·sc_2k+1
+	// Half h (runs 4h..4h+3) from ql[64h:64h+64] and qh[32h:32h+32]: Z20+2h = [run 4h |
+	// run 4h+1] (low nibbles, qh bits 0-1 and 2-3), Z21+2h = [run 4h+2 | run 4h+3] (high
+	// nibbles, qh bits 4-5 and 6-7). VPTERNLOGQ $0xea is (a & b) | c.
+	VMOVDQU64 0(SI), Z8
+	VBROADCASTI64X4 128(SI), Z9
+	VPANDQ Z31, Z8, Z20
+	VPSLLVQ Z28, Z9, Z10
+	VPTERNLOGQ $0xea, Z20, Z30, Z10
+	VMOVDQA64 Z10, Z20
+	VPSRLW $4, Z8, Z8
+	VPANDQ Z31, Z8, Z21
+	VPSRLVQ Z29, Z9, Z10
+	VPTERNLOGQ $0xea, Z21, Z30, Z10
+	VMOVDQA64 Z10, Z21
+	VMOVDQU64 64(SI), Z8
+	VBROADCASTI64X4 160(SI), Z9
+	VPANDQ Z31, Z8, Z22
+	VPSLLVQ Z28, Z9, Z10
+	VPTERNLOGQ $0xea, Z22, Z30, Z10
+	VMOVDQA64 Z10, Z22
+	VPSRLW $4, Z8, Z8
+	VPANDQ Z31, Z8, Z23
+	VPSRLVQ Z29, Z9, Z10
+	VPTERNLOGQ $0xea, Z23, Z30, Z10
+	VMOVDQA64 Z10, Z23
+	// Z16+j: the int16 scales of runs 2j and 2j+1, eight of each sub-block's scale.
+	VBROADCASTI128 192(SI), Y15
+	VPSHUFB kqQ6Shuf<>+0(SB), Y15, Y9
+	VPMOVSXBW Y9, Z16
+	VPSHUFB kqQ6Shuf<>+32(SB), Y15, Y9
+	VPMOVSXBW Y9, Z17
+	VPSHUFB kqQ6Shuf<>+64(SB), Y15, Y9
+	VPMOVSXBW Y9, Z18
+	VPSHUFB kqQ6Shuf<>+96(SB), Y15, Y9
+	VPMOVSXBW Y9, Z19
+	VPMOVSXBW X15, Y13 // for the −32 offset: lane k is bs_2k·sc_2k + bs_2k+1·sc_2k+1
 
 	MOVQ DI, AX
 	MOVQ R8, DX
 	MOVQ R9, R14
 	MOVQ R11, R15
 
-q6vtok:
-	VPXOR Y11, Y11, Y11
-	VPMADDUBSW 0(AX), Y0, Y12
-	VPDPWSSD 64(SP), Y12, Y11
-	VPMADDUBSW 32(AX), Y1, Y12
-	VPDPWSSD 96(SP), Y12, Y11
-	VPMADDUBSW 64(AX), Y2, Y12
-	VPDPWSSD 128(SP), Y12, Y11
-	VPMADDUBSW 96(AX), Y3, Y12
-	VPDPWSSD 160(SP), Y12, Y11
-	VPMADDUBSW 128(AX), Y4, Y12
-	VPDPWSSD 192(SP), Y12, Y11
-	VPMADDUBSW 160(AX), Y5, Y12
-	VPDPWSSD 224(SP), Y12, Y11
-	VPMADDUBSW 192(AX), Y6, Y12
-	VPDPWSSD 256(SP), Y12, Y11
-	VPMADDUBSW 224(AX), Y7, Y12
-	VPDPWSSD 288(SP), Y12, Y11
+q6ztok:
+	VPMADDUBSW 0(AX), Z20, Z24
+	VPMADDUBSW 64(AX), Z21, Z25
+	VPMADDUBSW 128(AX), Z22, Z26
+	VPMADDUBSW 192(AX), Z23, Z27
+	VPMADDWD Z16, Z24, Z24
+	VPDPWSSD Z17, Z25, Z24
+	VPDPWSSD Z18, Z26, Z24
+	VPDPWSSD Z19, Z27, Z24
+	VEXTRACTI64X4 $1, Z24, Y12
+	VPADDD Y12, Y24, Y11
 	VPMADDWD (R14), Y13, Y9
 	VPSLLD $5, Y9, Y9
 	VPSUBD Y9, Y11, Y11
@@ -1239,20 +1227,20 @@ q6vtok:
 	ADDQ BX, R14
 	ADDQ $64, R15
 	CMPQ R15, R10
-	JLT q6vtok
+	JLT q6ztok
 
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $4, R8
 	ADDQ $32, R9
 	DECQ CX
-	JNZ q6vblock
-	MOVQ 320(SP), AX
+	JNZ q6zblock
+	MOVQ 0(SP), AX
 	ADDQ rowBytes+64(FP), AX
-	MOVQ AX, 320(SP)
-	MOVQ R10, 328(SP) // the next row's accumulators follow
-	DECQ 336(SP)
-	JNZ q6vrow
-q6vdone:
+	MOVQ AX, 0(SP)
+	MOVQ R10, 8(SP) // the next row's accumulators follow
+	DECQ 16(SP)
+	JNZ q6zrow
+q6zdone:
 	VZEROUPPER
 	RET
