@@ -21,19 +21,18 @@ func q5KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *fl
 //go:noescape
 func q6KRowAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
-// Where useVNNI is on (AVX-512 BW, VL and VNNI): Q5_K with VPDPWSSD for VPMADDWD and VPADDD
-// (256-bit), Q4_K and Q6_K in 512-bit vectors, two runs of 32 in each (kquant_amd64.s says
-// why and what they measured against the 256-bit VPDPWSSD kernels they replaced). The same
-// bits as the AVX2 kernels.
-
-//go:noescape
-func q5KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+// Where useVNNI is on (AVX-512 BW, VL and VNNI): the same in 512-bit vectors, two runs of 32
+// in each (kquant_amd64.s says why and what they measured against the 256-bit VPDPWSSD
+// kernels they replaced). The same bits as the AVX2 kernels.
 
 //go:noescape
 func q4KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
 //go:noescape
 func q6KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+
+//go:noescape
+func q5KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
@@ -99,7 +98,7 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 			case w.DType == tensor.Q4_K:
 				q4KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
 			case w.DType == tensor.Q5_K && useVNNI:
-				q5KRowVNNI(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
+				q5KRowZMM(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
 			case w.DType == tensor.Q5_K:
 				q5KRowAVX2(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
 			case useVNNI:

@@ -690,221 +690,8 @@ q6done:
 	VZEROUPPER
 	RET
 
-// func q5KRowVNNI(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
-//
-// q5KRowAVX2 with VPDPWSSD (AVX-512 VNNI and VL) fusing each run's VPMADDWD by its scales and
-// the VPADDD into the sum: the same integers, one instruction fewer per run and token.
-TEXT ·q5KRowVNNI(SB), NOSPLIT, $352-72
-	MOVQ nb+8(FP), CX
-	MOVQ CX, R12
-	SHLQ $8, R12 // token stride of q: nb·256 bytes
-	MOVQ CX, R13
-	SHLQ $2, R13 // of d: nb·4
-	MOVQ CX, BX
-	SHLQ $5, BX // of bs: nb·32
-	TESTQ CX, CX
-	JZ q5vdone
-	// The row loop's state, in the frame: the row, its accumulators, the rows left.
-	MOVQ w+0(FP), AX
-	MOVQ AX, 320(SP)
-	MOVQ acc+48(FP), AX
-	MOVQ AX, 328(SP)
-	MOVQ rows+56(FP), AX
-	MOVQ AX, 336(SP)
-
-q5vrow:
-	MOVQ 320(SP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ q+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ bs+32(FP), R9
-	MOVQ 328(SP), R11
-	MOVQ nt+40(FP), R10
-	SHLQ $6, R10
-	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
-	VPXOR Y0, Y0, Y0
-	MOVQ R11, AX
-q5vzero:
-	VMOVDQU Y0, (AX)
-	VMOVDQU Y0, 32(AX)
-	ADDQ $64, AX
-	CMPQ AX, R10
-	JLT q5vzero
-
-q5vblock:
-	PREFETCHT1 4096(SI)
-	PREFETCHT1 4160(SI)
-	PREFETCHT1 4224(SI)
-	VPBROADCASTW 0(SI), X14
-	VCVTPH2PS X14, X14 // d_w
-	VPBROADCASTW 2(SI), X15
-	VCVTPH2PS X15, X15 // dmin_w
-	// Run j: the low (j even) or high nibbles of qs[32(j/2):], bit j of qh as the 5th bit.
-	VMOVDQU 16(SI), Y8 // qh
-	VMOVDQU 48(SI), Y9
-	VPAND kqM4<>(SB), Y9, Y0
-	VPAND kqM1<>(SB), Y8, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y0, Y0
-	VPSRLW $4, Y9, Y9
-	VPAND kqM4<>(SB), Y9, Y1
-	VPSRLW $1, Y8, Y11
-	VPAND kqM1<>(SB), Y11, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y1, Y1
-	VMOVDQU 80(SI), Y9
-	VPAND kqM4<>(SB), Y9, Y2
-	VPSRLW $2, Y8, Y11
-	VPAND kqM1<>(SB), Y11, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y2, Y2
-	VPSRLW $4, Y9, Y9
-	VPAND kqM4<>(SB), Y9, Y3
-	VPSRLW $3, Y8, Y11
-	VPAND kqM1<>(SB), Y11, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y3, Y3
-	VMOVDQU 112(SI), Y9
-	VPAND kqM4<>(SB), Y9, Y4
-	VPSRLW $4, Y8, Y11
-	VPAND kqM1<>(SB), Y11, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y4, Y4
-	VPSRLW $4, Y9, Y9
-	VPAND kqM4<>(SB), Y9, Y5
-	VPSRLW $5, Y8, Y11
-	VPAND kqM1<>(SB), Y11, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y5, Y5
-	VMOVDQU 144(SI), Y9
-	VPAND kqM4<>(SB), Y9, Y6
-	VPSRLW $6, Y8, Y11
-	VPAND kqM1<>(SB), Y11, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y6, Y6
-	VPSRLW $4, Y9, Y9
-	VPAND kqM4<>(SB), Y9, Y7
-	VPSRLW $7, Y8, Y11
-	VPAND kqM1<>(SB), Y11, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y7, Y7
-	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
-	// Y8: scales in the low lane, mins in the high one.
-	MOVL 4(SI), AX
-	MOVL 8(SI), DX
-	MOVL 12(SI), R14
-	MOVL AX, R15
-	ANDL $0x3f3f3f3f, R15
-	VMOVD R15, X8
-	MOVL R14, R15
-	ANDL $0x0f0f0f0f, R15
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R15
-	VPINSRD $1, R15, X8, X8
-	MOVL DX, R15
-	ANDL $0x3f3f3f3f, R15
-	VPINSRD $2, R15, X8, X8
-	SHRL $4, R14
-	ANDL $0x0f0f0f0f, R14
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R14
-	VPINSRD $3, R14, X8, X8
-	VPMOVZXBW X8, Y8
-	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
-	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
-	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
-	// decode product for a quarter of its time (perf annotate: Q4_K 3.5 GB/s, Q6_K 26).
-	VPERMQ $0x44, Y8, Y13
-	VPSHUFB kqK4Shuf<>+0(SB), Y13, Y9
-	VMOVDQU Y9, 64(SP)
-	VPSHUFB kqK4Shuf<>+32(SB), Y13, Y9
-	VMOVDQU Y9, 96(SP)
-	VPSHUFB kqK4Shuf<>+64(SB), Y13, Y9
-	VMOVDQU Y9, 128(SP)
-	VPSHUFB kqK4Shuf<>+96(SB), Y13, Y9
-	VMOVDQU Y9, 160(SP)
-	VPSHUFB kqK4Shuf<>+128(SB), Y13, Y9
-	VMOVDQU Y9, 192(SP)
-	VPSHUFB kqK4Shuf<>+160(SB), Y13, Y9
-	VMOVDQU Y9, 224(SP)
-	VPSHUFB kqK4Shuf<>+192(SB), Y13, Y9
-	VMOVDQU Y9, 256(SP)
-	VPSHUFB kqK4Shuf<>+224(SB), Y13, Y9
-	VMOVDQU Y9, 288(SP)
-	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
-	VEXTRACTI128 $1, Y8, X9
-	VPUNPCKLWD X9, X9, X10
-	VPUNPCKHWD X9, X9, X11
-	VINSERTI128 $1, X11, Y10, Y10
-
-	MOVQ DI, AX
-	MOVQ R8, DX
-	MOVQ R9, R14
-	MOVQ R11, R15
-
-q5vtok:
-	VPXOR Y11, Y11, Y11
-	VPMADDUBSW 0(AX), Y0, Y12
-	VPDPWSSD 64(SP), Y12, Y11
-	VPMADDUBSW 32(AX), Y1, Y12
-	VPDPWSSD 96(SP), Y12, Y11
-	VPMADDUBSW 64(AX), Y2, Y12
-	VPDPWSSD 128(SP), Y12, Y11
-	VPMADDUBSW 96(AX), Y3, Y12
-	VPDPWSSD 160(SP), Y12, Y11
-	VPMADDUBSW 128(AX), Y4, Y12
-	VPDPWSSD 192(SP), Y12, Y11
-	VPMADDUBSW 160(AX), Y5, Y12
-	VPDPWSSD 224(SP), Y12, Y11
-	VPMADDUBSW 192(AX), Y6, Y12
-	VPDPWSSD 256(SP), Y12, Y11
-	VPMADDUBSW 224(AX), Y7, Y12
-	VPDPWSSD 288(SP), Y12, Y11
-	VPMADDWD (R14), Y10, Y12
-	VEXTRACTI128 $1, Y12, X13
-	VPADDD X13, X12, X12
-	VPHADDD X12, X12, X12
-	VPHADDD X12, X12, X12
-	VCVTDQ2PS X12, X12
-	VMULSS (DX), X15, X13
-	VMOVSS 32(R15), X9
-	VFNMADD231SS X13, X12, X9
-	VMOVSS X9, 32(R15)
-	VCVTDQ2PS Y11, Y11
-	VMULSS (DX), X14, X12
-	VBROADCASTSS X12, Y12
-	VMOVUPS (R15), Y9
-	VFMADD231PS Y12, Y11, Y9
-	VMOVUPS Y9, (R15)
-	ADDQ R12, AX
-	ADDQ R13, DX
-	ADDQ BX, R14
-	ADDQ $64, R15
-	CMPQ R15, R10
-	JLT q5vtok
-
-	ADDQ $176, SI
-	ADDQ $256, DI
-	ADDQ $4, R8
-	ADDQ $32, R9
-	DECQ CX
-	JNZ q5vblock
-	MOVQ 320(SP), AX
-	ADDQ rowBytes+64(FP), AX
-	MOVQ AX, 320(SP)
-	MOVQ R10, 328(SP) // the next row's accumulators follow
-	DECQ 336(SP)
-	JNZ q5vrow
-q5vdone:
-	VZEROUPPER
-	RET
-
 // The 512-bit k-quant row kernels, where useVNNI is on (AVX-512 BW, VL and VNNI): the
-// integers and float steps of q4KRowAVX2 and q6KRowAVX2, with two runs of 32 in each vector
+// integers and float steps of q4KRowAVX2, q5KRowAVX2 and q6KRowAVX2, with two runs of 32 in each vector
 // instead of one, so half the vector instructions per super-block. A decode product (one
 // token a call) was bound by them: on an Ice Lake Xeon (2 vCPUs) the 256-bit Q4_K kernel
 // streamed 18.8 GB/s against Q6_K's 21.8, whose super-blocks carry 46% more bytes for about
@@ -915,7 +702,9 @@ q5vdone:
 //   - one 3072×1024 matrix at 4, 7 and 128 tokens: Q4_K 1.2×, Q6_K 1.25–1.5×;
 //   - whole decode steps (model.Decode, 40 alternating rounds): Qwen3-0.6B Q4_K_M 24.1 →
 //     21.2 ms, Llama-3.2-1B Q4_K_M 45.0 → 39.9, Qwen3-0.6B Q6_K 30.1 → 27.2, Llama-3.2-1B
-//     Q6_K 53.4 → 48.7.
+//     Q6_K 53.4 → 48.7;
+//   - Q5_K, 24 matrices of 8192×2048 (277 MB), three alternating rounds: 1 token 1.06–1.13×,
+//     4 tokens 1.20–1.44×, 128 tokens 1.19–1.33×.
 //
 // q4KRowZMM: each 32 bytes of qs hold runs 2j (low nibbles) and 2j+1 (high); broadcast to
 // both halves of a register and shifted by 0 and 4 (VPSRLVQ per quadword, then the 0x0f
@@ -1242,5 +1031,213 @@ q6ztok:
 	DECQ 16(SP)
 	JNZ q6zrow
 q6zdone:
+	VZEROUPPER
+	RET
+
+// Q5_K's qh rotations for the 512-bit kernel: bit j of each qh byte to bit 4 (VPROLVQ by
+// 4−j mod 64 per quadword), [run 2m | run 2m+1] for pair m at 64m.
+DATA kqZRot5<>+0(SB)/8, $4
+DATA kqZRot5<>+8(SB)/8, $4
+DATA kqZRot5<>+16(SB)/8, $4
+DATA kqZRot5<>+24(SB)/8, $4
+DATA kqZRot5<>+32(SB)/8, $3
+DATA kqZRot5<>+40(SB)/8, $3
+DATA kqZRot5<>+48(SB)/8, $3
+DATA kqZRot5<>+56(SB)/8, $3
+DATA kqZRot5<>+64(SB)/8, $2
+DATA kqZRot5<>+72(SB)/8, $2
+DATA kqZRot5<>+80(SB)/8, $2
+DATA kqZRot5<>+88(SB)/8, $2
+DATA kqZRot5<>+96(SB)/8, $1
+DATA kqZRot5<>+104(SB)/8, $1
+DATA kqZRot5<>+112(SB)/8, $1
+DATA kqZRot5<>+120(SB)/8, $1
+DATA kqZRot5<>+128(SB)/8, $0
+DATA kqZRot5<>+136(SB)/8, $0
+DATA kqZRot5<>+144(SB)/8, $0
+DATA kqZRot5<>+152(SB)/8, $0
+DATA kqZRot5<>+160(SB)/8, $63
+DATA kqZRot5<>+168(SB)/8, $63
+DATA kqZRot5<>+176(SB)/8, $63
+DATA kqZRot5<>+184(SB)/8, $63
+DATA kqZRot5<>+192(SB)/8, $62
+DATA kqZRot5<>+200(SB)/8, $62
+DATA kqZRot5<>+208(SB)/8, $62
+DATA kqZRot5<>+216(SB)/8, $62
+DATA kqZRot5<>+224(SB)/8, $61
+DATA kqZRot5<>+232(SB)/8, $61
+DATA kqZRot5<>+240(SB)/8, $61
+DATA kqZRot5<>+248(SB)/8, $61
+GLOBL kqZRot5<>(SB), RODATA|NOPTR, $256
+
+// func q5KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
+//
+// q5KRowAVX2 with two runs of 32 per 512-bit vector, [run 2m | run 2m+1]: q4KRowZMM's
+// nibbles with bit j of qh as the 5th bit of run j (a rotation of each quadword by 4−j, so
+// bit 4 of every byte holds bit j of that byte, then the 0x10 mask). Q5_K's float steps are
+// per lane (acc[0:8]) like Q6_K's, and the upper half folds onto the lower as in q6KRowZMM;
+// acc[8], the mins' term, is q5KRowAVX2's.
+TEXT ·q5KRowZMM(SB), NOSPLIT, $32-72
+	MOVQ nb+8(FP), CX
+	MOVQ CX, R12
+	SHLQ $8, R12 // token stride of q: nb·256 bytes
+	MOVQ CX, R13
+	SHLQ $2, R13 // of d: nb·4
+	MOVQ CX, BX
+	SHLQ $5, BX // of bs: nb·32
+	TESTQ CX, CX
+	JZ q5zdone
+	VPBROADCASTQ kqM1<>(SB), Z29
+	VPSLLQ $4, Z29, Z29 // 0x10 in every byte
+	VMOVDQU64 kqZShift<>(SB), Z30
+	VPBROADCASTQ kqM4<>(SB), Z31
+	MOVQ w+0(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ acc+48(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ rows+56(FP), AX
+	MOVQ AX, 16(SP)
+
+q5zrow:
+	MOVQ 0(SP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	MOVQ 8(SP), R11
+	MOVQ nt+40(FP), R10
+	SHLQ $6, R10
+	ADDQ R11, R10 // end of this row's accumulators: nt·64 bytes
+	VPXOR Y0, Y0, Y0
+	MOVQ R11, AX
+q5zzero:
+	VMOVDQU Y0, (AX)
+	VMOVDQU Y0, 32(AX)
+	ADDQ $64, AX
+	CMPQ AX, R10
+	JLT q5zzero
+
+q5zblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	VPBROADCASTW 0(SI), X14
+	VCVTPH2PS X14, X14 // d_w
+	VPBROADCASTW 2(SI), X15
+	VCVTPH2PS X15, X15 // dmin_w
+	// Z20+m = [run 2m | run 2m+1]: nibbles of qs[32m:32m+32] | (qh bit j) << 4.
+	VBROADCASTI64X4 16(SI), Z9 // qh
+	VBROADCASTI64X4 48(SI), Z20
+	VBROADCASTI64X4 80(SI), Z21
+	VBROADCASTI64X4 112(SI), Z22
+	VBROADCASTI64X4 144(SI), Z23
+	VPSRLVQ Z30, Z20, Z20
+	VPSRLVQ Z30, Z21, Z21
+	VPSRLVQ Z30, Z22, Z22
+	VPSRLVQ Z30, Z23, Z23
+	VPANDQ Z31, Z20, Z20
+	VPANDQ Z31, Z21, Z21
+	VPANDQ Z31, Z22, Z22
+	VPANDQ Z31, Z23, Z23
+	VPROLVQ kqZRot5<>+0(SB), Z9, Z10
+	VPTERNLOGQ $0xea, Z20, Z29, Z10
+	VPROLVQ kqZRot5<>+64(SB), Z9, Z11
+	VPTERNLOGQ $0xea, Z21, Z29, Z11
+	VPROLVQ kqZRot5<>+128(SB), Z9, Z12
+	VPTERNLOGQ $0xea, Z22, Z29, Z12
+	VPROLVQ kqZRot5<>+192(SB), Z9, Z13
+	VPTERNLOGQ $0xea, Z23, Z29, Z13
+	VMOVDQA64 Z10, Z20
+	VMOVDQA64 Z11, Z21
+	VMOVDQA64 Z12, Z22
+	VMOVDQA64 Z13, Z23
+	// The 6-bit scales and mins as q5KRowAVX2 unpacks them: Y8 = scales (low lane), mins.
+	MOVL 4(SI), AX
+	MOVL 8(SI), DX
+	MOVL 12(SI), R14
+	MOVL AX, R15
+	ANDL $0x3f3f3f3f, R15
+	VMOVD R15, X8
+	MOVL R14, R15
+	ANDL $0x0f0f0f0f, R15
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R15
+	VPINSRD $1, R15, X8, X8
+	MOVL DX, R15
+	ANDL $0x3f3f3f3f, R15
+	VPINSRD $2, R15, X8, X8
+	SHRL $4, R14
+	ANDL $0x0f0f0f0f, R14
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R14
+	VPINSRD $3, R14, X8, X8
+	VPMOVZXBW X8, Y8
+	VSHUFI32X4 $0, Z8, Z8, Z13
+	VPSHUFB kqK4Shuf<>+0(SB), Z13, Z16
+	VPSHUFB kqK4Shuf<>+64(SB), Z13, Z17
+	VPSHUFB kqK4Shuf<>+128(SB), Z13, Z18
+	VPSHUFB kqK4Shuf<>+192(SB), Z13, Z19
+	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
+	VEXTRACTI128 $1, Y8, X9
+	VPUNPCKLWD X9, X9, X10
+	VPUNPCKHWD X9, X9, X11
+	VINSERTI128 $1, X11, Y10, Y10
+
+	MOVQ DI, AX
+	MOVQ R8, DX
+	MOVQ R9, R14
+	MOVQ R11, R15
+
+q5ztok:
+	VPMADDUBSW 0(AX), Z20, Z24
+	VPMADDUBSW 64(AX), Z21, Z25
+	VPMADDUBSW 128(AX), Z22, Z26
+	VPMADDUBSW 192(AX), Z23, Z27
+	VPMADDWD Z16, Z24, Z24
+	VPDPWSSD Z17, Z25, Z24
+	VPDPWSSD Z18, Z26, Z24
+	VPDPWSSD Z19, Z27, Z24
+	VEXTRACTI64X4 $1, Z24, Y12
+	VPADDD Y12, Y24, Y11
+	VPMADDWD (R14), Y10, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD X13, X12, X12
+	VPHADDD X12, X12, X12
+	VPHADDD X12, X12, X12
+	VCVTDQ2PS X12, X12
+	VMULSS (DX), X15, X13
+	VMOVSS 32(R15), X9
+	VFNMADD231SS X13, X12, X9
+	VMOVSS X9, 32(R15)
+	VCVTDQ2PS Y11, Y11
+	VMULSS (DX), X14, X12
+	VBROADCASTSS X12, Y12
+	VMOVUPS (R15), Y9
+	VFMADD231PS Y12, Y11, Y9
+	VMOVUPS Y9, (R15)
+	ADDQ R12, AX
+	ADDQ R13, DX
+	ADDQ BX, R14
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q5ztok
+
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q5zblock
+	MOVQ 0(SP), AX
+	ADDQ rowBytes+64(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ R10, 8(SP) // the next row's accumulators follow
+	DECQ 16(SP)
+	JNZ q5zrow
+q5zdone:
 	VZEROUPPER
 	RET
