@@ -160,11 +160,17 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	if units := r.shared; units != nil {
-		r.m.pool.Run(len(units), 1, func(worker, lo, hi int) {
+		fn := func(worker, lo, hi int) {
 			for _, u := range units[lo:hi] {
 				r.attendShared(worker, layer, u, q, ctx, scale)
 			}
-		})
+		}
+		if r.sharedLong {
+			// A prompt's units cost more the later their tokens: handed out one at a time.
+			r.m.pool.RunChunks(len(units), 1, fn)
+		} else {
+			r.m.pool.Run(len(units), 1, fn)
+		}
 		return r.linear(a.o, ctx, r.attnOut)
 	}
 	r.m.pool.Run(r.n*c.NumHeads, 1, func(worker, lo, hi int) {
@@ -181,9 +187,10 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 	return r.linear(a.o, ctx, r.attnOut)
 }
 
-// sharedTokens is the most tokens a chunk may have for its queries to be attended per KV
-// head (sharedUnits): decode and verify passes, not prefill, whose tokens' contexts differ
-// too much to share and whose work the per-head split balances (balanced).
+// sharedTokens is the most tokens a chunk may have for the pool to split its work evenly
+// in advance (kernels.Pool.Run): decode and verify passes. A longer chunk (a prompt) is
+// split into units of up to kernels.AttnSharedMax consecutive queries, whose cost grows
+// with their tokens' positions, and the units are handed out one at a time (RunChunks).
 const sharedTokens = 8
 
 // sharedAttn turns sharedUnits on (off: head by head, the same bits), for benchmarks.
@@ -196,19 +203,25 @@ type attnUnit struct{ ch, t0, kh, q0, q1 int }
 
 // sharedUnits splits a pass over the f32 cache into units of queries that read the same
 // cache rows (one KV head of one sequence, kernels.AttendF32Shared), or returns nil where
-// the pass attends head by head: a chunk of more than sharedTokens tokens, or a sliding
-// window (its tokens' first positions differ). A (chunk, KV head)'s queries are split in
-// parts so that the pool gets at least two units per worker (one token of SmolLM2 has
-// three KV heads for two workers) and no part holds more than kernels.AttnSharedMax.
+// the pass attends head by head: a sliding window (its tokens' first positions differ).
+// A prompt's consecutive tokens share their rows too, up to the last one's position: with
+// units of AttnSharedMax queries each cache row is read once for up to 16 queries instead
+// of once per query. Before, a chunk of more than sharedTokens tokens attended head by
+// head, and at 512 tokens attention took 47% of a Qwen3-0.6B Q4_K_M prefill over the f32
+// cache (96.9 tok/s against 176.6 over the f16 cache, whose prompts take the tiled path).
+// A (chunk, KV head)'s queries are split in parts so that the pool gets at least two units
+// per worker (one token of SmolLM2 has three KV heads for two workers) and no part holds
+// more than kernels.AttnSharedMax.
 // Model.pass sets them once a pass (run.shared); every layer uses the same.
 func (r *run) sharedUnits() []attnUnit {
 	c := r.m.cfg
 	if c.SlidingWindow > 0 || !sharedAttn || r.m.kvF16 {
 		return nil
 	}
+	r.sharedLong = false
 	for i := range r.chunks {
 		if len(r.chunks[i].tokens) > sharedTokens {
-			return nil
+			r.sharedLong = true
 		}
 	}
 	group := c.NumHeads / c.NumKVHeads

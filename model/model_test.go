@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -505,6 +506,51 @@ func TestWarm(t *testing.T) {
 			for i := range la {
 				if math.Float32bits(la[i]) != math.Float32bits(lb[i]) {
 					t.Fatalf("logit %d after Warm %g, without %g", i, la[i], lb[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSharedAttentionPrompt: a prompt over the f32 cache, attended in units of consecutive
+// queries that read each cache row once (sharedUnits, longer than sharedTokens), gives the
+// bits of attending it head by head (sharedAttn off), at the last position and after
+// further decode steps, for every test architecture; and the shared path is the one a
+// prompt takes.
+func TestSharedAttentionPrompt(t *testing.T) {
+	prompt := make([]int, 37)
+	for i := range prompt {
+		prompt[i] = testPrompt[i%len(testPrompt)] + i%5
+	}
+	for name := range testConfigs {
+		t.Run(name, func(t *testing.T) {
+			m, _, _ := testModel(t, name, tensor.F32, 2)
+			run := func(shared bool) ([]float32, bool) {
+				defer func(v bool) { sharedAttn = v }(sharedAttn)
+				sharedAttn = shared
+				s := m.NewSequence(0)
+				l, err := m.Prefill(s, prompt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				long := m.run.shared != nil && m.run.sharedLong
+				out := slices.Clone(l)
+				for range 3 {
+					if l, err = m.Decode(s, argmax(l)); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, l...)
+				}
+				return out, long
+			}
+			want, _ := run(false)
+			got, long := run(true)
+			if m.cfg.SlidingWindow == 0 && !long {
+				t.Fatal("the prompt was not attended in shared units")
+			}
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("logit %d: shared %g, head by head %g", i, got[i], want[i])
 				}
 			}
 		})

@@ -98,6 +98,7 @@ type run struct {
 	rowsKey                    []rowsKey   // per worker, what rows holds
 	units                      []attnUnit  // sharedUnits' buffer
 	shared                     []attnUnit  // this pass's shared-attention units, or nil
+	sharedLong                 bool        // some chunk has more than sharedTokens tokens
 	shQ, shOut                 [][][]float32
 	shN                        [][]int // per worker, a unit's queries, outputs and lengths
 
