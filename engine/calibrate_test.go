@@ -191,7 +191,7 @@ func TestCalibrationUnderLoad(t *testing.T) {
 		return sched.Step{Work: []sched.Work{{Seq: 1, Tokens: make([]int, tokens), Sample: true, Draft: tokens - 1}}}
 	}
 	for range 3 {
-		c.observe(step(1), 6*time.Millisecond)
+		c.observe(step(1), nil, 6*time.Millisecond)
 	}
 	c.mu.Lock()
 	got2, _ := c.cost(1, 2)
@@ -204,7 +204,7 @@ func TestCalibrationUnderLoad(t *testing.T) {
 	if n := c.draftLen(4, 1, 0.8); n == 0 {
 		t.Errorf("at acceptance 0.8 no draft pays on the scaled table")
 	}
-	c.observe(step(2), 9*time.Millisecond) // a served 2-token step: its entry from now on
+	c.observe(step(2), nil, 9*time.Millisecond) // a served 2-token step: its entry from now on
 	c.mu.Lock()
 	got2, _ = c.cost(1, 2)
 	got3, _ := c.cost(1, 3)

@@ -138,15 +138,15 @@ func TestDraftLenFollowsCost(t *testing.T) {
 	}
 	// A step of prompt work is not a decode cost.
 	c := &stepCosts{}
-	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Prefill: true}}}, 5*time.Millisecond)
+	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Prefill: true}}}, nil, 5*time.Millisecond)
 	if c.rows[1] != nil {
 		t.Error("prefill step recorded as a decode cost")
 	}
-	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Draft: 1}}}, 5*time.Millisecond)
+	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1, 2}, Draft: 1}}}, nil, 5*time.Millisecond)
 	if ms, ok := c.cost(1, 2); !ok || ms != 5 {
 		t.Errorf("2-token decode step: %g ms (%v), want 5", ms, ok)
 	}
-	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1}}, {Tokens: []int{2}}}}, 9*time.Millisecond)
+	c.observe(sched.Step{Work: []sched.Work{{Tokens: []int{1}}, {Tokens: []int{2}}}}, nil, 9*time.Millisecond)
 	if ms, ok := c.cost(2, 2); !ok || ms != 9 {
 		t.Errorf("two sequences of one token: %g ms (%v), want 9 (a row apart from one sequence's)", ms, ok)
 	}
@@ -272,5 +272,83 @@ func TestDraftsKeepTheDistribution(t *testing.T) {
 	}
 	if same < seeds*99/100 {
 		t.Errorf("only %d of %d seeds give the same tokens with drafts", same, seeds)
+	}
+}
+
+// TestDraftsStopWhereTheyLose: steps of sixteen sequences whose drafts the table judges to
+// pay (each kept 9 times in 10) but which delivered fewer tokens per millisecond than the
+// plain steps of sixteen (measured over yieldMin of each) draft no more, except once every
+// yieldProbe plain steps, to measure again; where drafted steps deliver more, they go on;
+// and the rows of different batch sizes are judged apart.
+func TestDraftsStopWhereTheyLose(t *testing.T) {
+	batch := func(seqs, tokens int) sched.Step {
+		var st sched.Step
+		for i := range seqs {
+			st.Work = append(st.Work, sched.Work{Seq: sched.SeqID(i), Tokens: make([]int, tokens), Draft: tokens - 1})
+		}
+		return st
+	}
+	outs := func(seqs, accepted int) []sched.Output {
+		o := make([]sched.Output, seqs)
+		for i := range o {
+			o[i].Accepted = make([]int, accepted)
+		}
+		return o
+	}
+	run := func(draftMs float64) *stepCosts {
+		c := &stepCosts{}
+		for range yieldMin {
+			c.observe(batch(16, 1), outs(16, 0), 40*time.Millisecond) // 0.4 tokens a ms
+			c.observe(batch(16, 3), outs(16, 1), time.Duration(draftMs*float64(time.Millisecond)))
+		}
+		return c
+	}
+	// Drafted steps of 48 tokens in 100 ms emitting 32: 0.32 tokens a ms.
+	c := run(100)
+	if k := c.draftLen(4, 16, 0.9); k != 0 {
+		t.Fatalf("drafted steps deliver 0.32 tokens a ms against 0.4 plain: %d drafts, want 0", k)
+	}
+	// The same in 70 ms: 0.46 tokens a ms, more than plain.
+	if k := run(70).draftLen(4, 16, 0.9); k == 0 {
+		t.Fatal("drafted steps deliver 0.46 tokens a ms against 0.4 plain: no drafts")
+	}
+	// After yieldProbe plain steps the losing row probes once more.
+	for range yieldProbe - 1 {
+		c.observe(batch(16, 1), outs(16, 0), 40*time.Millisecond)
+		if k := c.draftLen(4, 16, 0.9); k != 0 {
+			t.Fatalf("%d drafts before the probe is due", k)
+		}
+	}
+	c.observe(batch(16, 1), outs(16, 0), 40*time.Millisecond)
+	if k := c.draftLen(4, 16, 0.9); k == 0 {
+		t.Fatal("no probe after yieldProbe plain steps")
+	}
+	// Jump-forward: steps that compute forced tokens without drafts, and outputs that
+	// append forced tokens, are plain steps, and the forced tokens are not their yield.
+	j := &stepCosts{}
+	j.observe(batch(16, 1), outs(16, 0), 40*time.Millisecond) // the table's plain step
+	for range yieldMin {
+		st := batch(16, 1)
+		for i := range st.Work {
+			st.Work[i].Tokens, st.Work[i].Draft = make([]int, 5), 0
+		}
+		o := outs(16, 0)
+		for i := range o {
+			o[i].Forced = make([]int, 6)
+		}
+		j.observe(st, o, 40*time.Millisecond)
+		j.observe(batch(16, 3), outs(16, 1), 70*time.Millisecond)
+	}
+	if r := j.rows[16]; r.nPlain != yieldMin+1 || r.nDraft != yieldMin || math.Abs(r.yPlain-0.4) > 1e-9 {
+		t.Fatalf("jump-forward steps: %d plain, %d drafted, plain yield %g (want %d, %d, 0.4)", r.nPlain, r.nDraft, r.yPlain, yieldMin+1, yieldMin)
+	}
+	if k := j.draftLen(4, 16, 0.9); k == 0 {
+		t.Fatal("drafts that deliver more than plain steps stopped under jump-forward")
+	}
+	// One sequence's row has no yields of its own: judged by the table alone.
+	c.observe(batch(1, 1), outs(1, 0), 10*time.Millisecond)
+	c.observe(batch(1, 3), outs(1, 2), 11*time.Millisecond)
+	if k := c.draftLen(2, 1, 0.9); k == 0 {
+		t.Fatal("one sequence: no drafts where the table says they pay")
 	}
 }
