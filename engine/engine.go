@@ -1012,7 +1012,11 @@ type costRow struct {
 // estimated from a calibration of one sequence with a short context, and a full batch's
 // attention over long ones costs more). A row whose drafted steps yield fewer tokens per
 // millisecond than its plain ones, each measured over at least yieldMin steps, drafts
-// again only once every yieldProbe steps, to see whether that still holds.
+// again only once every yieldProbe steps, to see whether that still holds. Rows of several
+// sequences only: one sequence's steps of every length are what Calibrate measures and
+// served steps then replace, so its table is not an estimate from another row's shape, and
+// its drafted steps mix sources kept at very different rates (TestAcceptanceBySource: the
+// guard there stopped the right source's drafts after the wrong one's early misses).
 const (
 	yieldMin   = 8
 	yieldProbe = 32
@@ -1223,7 +1227,7 @@ func (c *stepCosts) draftLen(max, batch int, p float64) int {
 	if r == nil || !r.seen[batch] {
 		return 0 // measure a plain step first: the drafts' cost is judged against it
 	}
-	if r.draftsLose() {
+	if batch > 1 && r.draftsLose() {
 		return 0
 	}
 	best, bestRate := 0, 0.0

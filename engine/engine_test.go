@@ -279,7 +279,7 @@ func TestDraftsKeepTheDistribution(t *testing.T) {
 // pay (each kept 9 times in 10) but which delivered fewer tokens per millisecond than the
 // plain steps of sixteen (measured over yieldMin of each) draft no more, except once every
 // yieldProbe plain steps, to measure again; where drafted steps deliver more, they go on;
-// and the rows of different batch sizes are judged apart.
+// and one sequence's row is judged by its table alone.
 func TestDraftsStopWhereTheyLose(t *testing.T) {
 	batch := func(seqs, tokens int) sched.Step {
 		var st sched.Step
@@ -345,9 +345,15 @@ func TestDraftsStopWhereTheyLose(t *testing.T) {
 	if k := j.draftLen(4, 16, 0.9); k == 0 {
 		t.Fatal("drafts that deliver more than plain steps stopped under jump-forward")
 	}
-	// One sequence's row has no yields of its own: judged by the table alone.
-	c.observe(batch(1, 1), outs(1, 0), 10*time.Millisecond)
-	c.observe(batch(1, 3), outs(1, 2), 11*time.Millisecond)
+	// One sequence's row is judged by its table alone, even where its drafted steps
+	// delivered less.
+	for range yieldMin {
+		c.observe(batch(1, 1), outs(1, 0), 10*time.Millisecond)
+		c.observe(batch(1, 3), outs(1, 0), 11*time.Millisecond)
+	}
+	if r := c.rows[1]; !r.draftsLose() {
+		t.Fatal("one sequence's drafted steps delivered less, but draftsLose says not")
+	}
 	if k := c.draftLen(2, 1, 0.9); k == 0 {
 		t.Fatal("one sequence: no drafts where the table says they pay")
 	}
