@@ -42,6 +42,35 @@ DATA kqM1<>+16(SB)/8, $0x0101010101010101
 DATA kqM1<>+24(SB)/8, $0x0101010101010101
 GLOBL kqM1<>(SB), RODATA|NOPTR, $32
 
+// K4SCALES_X8 unpacks a Q4_K or Q5_K super-block's 6-bit scales and mins (its bytes 4..15,
+// at SI) as ggml does (kmask1..3) and widens them to int16 in Y8: the eight scales in the
+// low lane, the eight mins in the high one. It uses AX, DX, R14, R15 and X8.
+#define K4SCALES_X8 \
+	MOVL 4(SI), AX; \
+	MOVL 8(SI), DX; \
+	MOVL 12(SI), R14; \
+	MOVL AX, R15; \
+	ANDL $0x3f3f3f3f, R15; \
+	VMOVD R15, X8; \
+	MOVL R14, R15; \
+	ANDL $0x0f0f0f0f, R15; \
+	SHRL $6, AX; \
+	ANDL $0x03030303, AX; \
+	SHLL $4, AX; \
+	ORL AX, R15; \
+	VPINSRD $1, R15, X8, X8; \
+	MOVL DX, R15; \
+	ANDL $0x3f3f3f3f, R15; \
+	VPINSRD $2, R15, X8, X8; \
+	SHRL $4, R14; \
+	ANDL $0x0f0f0f0f, R14; \
+	SHRL $6, DX; \
+	ANDL $0x03030303, DX; \
+	SHLL $4, DX; \
+	ORL DX, R14; \
+	VPINSRD $3, R14, X8, X8; \
+	VPMOVZXBW X8, Y8
+
 DATA kqQ6Shuf<>+0(SB)/8, $0x0000000000000000
 DATA kqQ6Shuf<>+8(SB)/8, $0x0101010101010101
 DATA kqQ6Shuf<>+16(SB)/8, $0x0202020202020202
@@ -145,32 +174,7 @@ q4block:
 	VCVTPH2PS X14, X14 // d_w
 	VPBROADCASTW 2(SI), X15
 	VCVTPH2PS X15, X15 // dmin_w
-	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
-	// Y8: scales in the low lane, mins in the high one.
-	MOVL 4(SI), AX
-	MOVL 8(SI), DX
-	MOVL 12(SI), R14
-	MOVL AX, R15
-	ANDL $0x3f3f3f3f, R15
-	VMOVD R15, X8
-	MOVL R14, R15
-	ANDL $0x0f0f0f0f, R15
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R15
-	VPINSRD $1, R15, X8, X8
-	MOVL DX, R15
-	ANDL $0x3f3f3f3f, R15
-	VPINSRD $2, R15, X8, X8
-	SHRL $4, R14
-	ANDL $0x0f0f0f0f, R14
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R14
-	VPINSRD $3, R14, X8, X8
-	VPMOVZXBW X8, Y8
+	K4SCALES_X8 // Y8: the scales (low lane) and mins (high lane)
 	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
 	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
 	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
@@ -386,32 +390,7 @@ q5block:
 	VPAND kqM1<>(SB), Y11, Y11
 	VPSLLW $4, Y11, Y11
 	VPOR Y11, Y7, Y7
-	// The 6-bit scales and mins, unpacked as ggml does (kmask1..3), widened to int16 in
-	// Y8: scales in the low lane, mins in the high one.
-	MOVL 4(SI), AX
-	MOVL 8(SI), DX
-	MOVL 12(SI), R14
-	MOVL AX, R15
-	ANDL $0x3f3f3f3f, R15
-	VMOVD R15, X8
-	MOVL R14, R15
-	ANDL $0x0f0f0f0f, R15
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R15
-	VPINSRD $1, R15, X8, X8
-	MOVL DX, R15
-	ANDL $0x3f3f3f3f, R15
-	VPINSRD $2, R15, X8, X8
-	SHRL $4, R14
-	ANDL $0x0f0f0f0f, R14
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R14
-	VPINSRD $3, R14, X8, X8
-	VPMOVZXBW X8, Y8
+	K4SCALES_X8 // Y8: the scales (low lane) and mins (high lane)
 	// Each scale broadcast to a whole vector (VPSHUFB of the scales in both lanes), for
 	// VPMADDWD's memory operand in the token loop: eight vectors at 64(SP). Built in
 	// registers: a 16-byte load of four 4-byte stores cannot be forwarded and stalled a
@@ -769,31 +748,7 @@ q4zblock:
 	VCVTPH2PS X14, X14 // d_w
 	VPBROADCASTW 2(SI), X15
 	VCVTPH2PS X15, X15 // dmin_w
-	// The 6-bit scales and mins as q4KRowAVX2 unpacks them: Y8 = scales (low lane), mins.
-	MOVL 4(SI), AX
-	MOVL 8(SI), DX
-	MOVL 12(SI), R14
-	MOVL AX, R15
-	ANDL $0x3f3f3f3f, R15
-	VMOVD R15, X8
-	MOVL R14, R15
-	ANDL $0x0f0f0f0f, R15
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R15
-	VPINSRD $1, R15, X8, X8
-	MOVL DX, R15
-	ANDL $0x3f3f3f3f, R15
-	VPINSRD $2, R15, X8, X8
-	SHRL $4, R14
-	ANDL $0x0f0f0f0f, R14
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R14
-	VPINSRD $3, R14, X8, X8
-	VPMOVZXBW X8, Y8
+	K4SCALES_X8 // Y8: the scales (low lane) and mins (high lane)
 	// Z16+j = [scale 2j ×16 | scale 2j+1 ×16] as int16: kqK4Shuf's entries 2j and 2j+1 are
 	// one 64-byte control over the scales in all four 128-bit lanes.
 	VSHUFI32X4 $0, Z8, Z8, Z13
@@ -1151,31 +1106,7 @@ q5zblock:
 	VMOVDQA64 Z11, Z21
 	VMOVDQA64 Z12, Z22
 	VMOVDQA64 Z13, Z23
-	// The 6-bit scales and mins as q5KRowAVX2 unpacks them: Y8 = scales (low lane), mins.
-	MOVL 4(SI), AX
-	MOVL 8(SI), DX
-	MOVL 12(SI), R14
-	MOVL AX, R15
-	ANDL $0x3f3f3f3f, R15
-	VMOVD R15, X8
-	MOVL R14, R15
-	ANDL $0x0f0f0f0f, R15
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R15
-	VPINSRD $1, R15, X8, X8
-	MOVL DX, R15
-	ANDL $0x3f3f3f3f, R15
-	VPINSRD $2, R15, X8, X8
-	SHRL $4, R14
-	ANDL $0x0f0f0f0f, R14
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R14
-	VPINSRD $3, R14, X8, X8
-	VPMOVZXBW X8, Y8
+	K4SCALES_X8 // Y8: the scales (low lane) and mins (high lane)
 	VSHUFI32X4 $0, Z8, Z8, Z13
 	VPSHUFB kqK4Shuf<>+0(SB), Z13, Z16
 	VPSHUFB kqK4Shuf<>+64(SB), Z13, Z17
