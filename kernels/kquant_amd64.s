@@ -669,6 +669,23 @@ q6done:
 	VZEROUPPER
 	RET
 
+// KZMM_DOT is the integer core of the 512-bit k-quant row kernels for one token: the four
+// weight vectors Z20..Z23 ([run 2j | run 2j+1], unsigned) times the token's 256 activations
+// at AX, each pair of products scaled by Z16..Z19 (int16), summed into Y11 with the upper
+// half folded onto the lower (lane k of Y11 sums bytes 4k..4k+3 of every run). It uses
+// Z24..Z27 and Y12.
+#define KZMM_DOT \
+	VPMADDUBSW 0(AX), Z20, Z24; \
+	VPMADDUBSW 64(AX), Z21, Z25; \
+	VPMADDUBSW 128(AX), Z22, Z26; \
+	VPMADDUBSW 192(AX), Z23, Z27; \
+	VPMADDWD Z16, Z24, Z24; \
+	VPDPWSSD Z17, Z25, Z24; \
+	VPDPWSSD Z18, Z26, Z24; \
+	VPDPWSSD Z19, Z27, Z24; \
+	VEXTRACTI64X4 $1, Z24, Y12; \
+	VPADDD Y12, Y24, Y11
+
 // The 512-bit k-quant row kernels, where useVNNI is on (AVX-512 BW, VL and VNNI): the
 // integers and float steps of q4KRowAVX2, q5KRowAVX2 and q6KRowAVX2, with two runs of 32 in each vector
 // instead of one, so half the vector instructions per super-block. A decode product (one
@@ -780,16 +797,7 @@ q4zblock:
 	MOVQ R11, R15
 
 q4ztok:
-	VPMADDUBSW 0(AX), Z20, Z24
-	VPMADDUBSW 64(AX), Z21, Z25
-	VPMADDUBSW 128(AX), Z22, Z26
-	VPMADDUBSW 192(AX), Z23, Z27
-	VPMADDWD Z16, Z24, Z24
-	VPDPWSSD Z17, Z25, Z24
-	VPDPWSSD Z18, Z26, Z24
-	VPDPWSSD Z19, Z27, Z24
-	VEXTRACTI64X4 $1, Z24, Y12
-	VPADDD Y12, Y24, Y11
+	KZMM_DOT
 	VPMADDWD (R14), Y10, Y12
 	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
 	VPHADDD Y12, Y11, Y11
@@ -947,16 +955,7 @@ q6zblock:
 	MOVQ R11, R15
 
 q6ztok:
-	VPMADDUBSW 0(AX), Z20, Z24
-	VPMADDUBSW 64(AX), Z21, Z25
-	VPMADDUBSW 128(AX), Z22, Z26
-	VPMADDUBSW 192(AX), Z23, Z27
-	VPMADDWD Z16, Z24, Z24
-	VPDPWSSD Z17, Z25, Z24
-	VPDPWSSD Z18, Z26, Z24
-	VPDPWSSD Z19, Z27, Z24
-	VEXTRACTI64X4 $1, Z24, Y12
-	VPADDD Y12, Y24, Y11
+	KZMM_DOT
 	VPMADDWD (R14), Y13, Y9
 	VPSLLD $5, Y9, Y9
 	VPSUBD Y9, Y11, Y11
@@ -1124,16 +1123,7 @@ q5zblock:
 	MOVQ R11, R15
 
 q5ztok:
-	VPMADDUBSW 0(AX), Z20, Z24
-	VPMADDUBSW 64(AX), Z21, Z25
-	VPMADDUBSW 128(AX), Z22, Z26
-	VPMADDUBSW 192(AX), Z23, Z27
-	VPMADDWD Z16, Z24, Z24
-	VPDPWSSD Z17, Z25, Z24
-	VPDPWSSD Z18, Z26, Z24
-	VPDPWSSD Z19, Z27, Z24
-	VEXTRACTI64X4 $1, Z24, Y12
-	VPADDD Y12, Y24, Y11
+	KZMM_DOT
 	VPMADDWD (R14), Y10, Y12
 	VEXTRACTI128 $1, Y12, X13
 	VPADDD X13, X12, X12
