@@ -669,6 +669,21 @@ q6done:
 	VZEROUPPER
 	RET
 
+// K4ZMM_SCALES spreads K4SCALES_X8's Y8 for the 512-bit Q4_K and Q5_K kernels: Z16+j =
+// [scale 2j ×16 | scale 2j+1 ×16] as int16 (kqK4Shuf's entries 2j and 2j+1 are one 64-byte
+// control over the scales in all four 128-bit lanes), and Y10 each min twice, so that
+// VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1). It uses Z13, X9, X11.
+#define K4ZMM_SCALES \
+	VSHUFI32X4 $0, Z8, Z8, Z13; \
+	VPSHUFB kqK4Shuf<>+0(SB), Z13, Z16; \
+	VPSHUFB kqK4Shuf<>+64(SB), Z13, Z17; \
+	VPSHUFB kqK4Shuf<>+128(SB), Z13, Z18; \
+	VPSHUFB kqK4Shuf<>+192(SB), Z13, Z19; \
+	VEXTRACTI128 $1, Y8, X9; \
+	VPUNPCKLWD X9, X9, X10; \
+	VPUNPCKHWD X9, X9, X11; \
+	VINSERTI128 $1, X11, Y10, Y10
+
 // KZMM_DOT is the integer core of the 512-bit k-quant row kernels for one token: the four
 // weight vectors Z20..Z23 ([run 2j | run 2j+1], unsigned) times the token's 256 activations
 // at AX, each pair of products scaled by Z16..Z19 (int16), summed into Y11 with the upper
@@ -766,18 +781,7 @@ q4zblock:
 	VPBROADCASTW 2(SI), X15
 	VCVTPH2PS X15, X15 // dmin_w
 	K4SCALES_X8 // Y8: the scales (low lane) and mins (high lane)
-	// Z16+j = [scale 2j ×16 | scale 2j+1 ×16] as int16: kqK4Shuf's entries 2j and 2j+1 are
-	// one 64-byte control over the scales in all four 128-bit lanes.
-	VSHUFI32X4 $0, Z8, Z8, Z13
-	VPSHUFB kqK4Shuf<>+0(SB), Z13, Z16
-	VPSHUFB kqK4Shuf<>+64(SB), Z13, Z17
-	VPSHUFB kqK4Shuf<>+128(SB), Z13, Z18
-	VPSHUFB kqK4Shuf<>+192(SB), Z13, Z19
-	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
-	VEXTRACTI128 $1, Y8, X9
-	VPUNPCKLWD X9, X9, X10
-	VPUNPCKHWD X9, X9, X11
-	VINSERTI128 $1, X11, Y10, Y10
+	K4ZMM_SCALES
 	// Z20+j = [run 2j | run 2j+1].
 	VBROADCASTI64X4 16(SI), Z20
 	VBROADCASTI64X4 48(SI), Z21
@@ -1106,16 +1110,7 @@ q5zblock:
 	VMOVDQA64 Z12, Z22
 	VMOVDQA64 Z13, Z23
 	K4SCALES_X8 // Y8: the scales (low lane) and mins (high lane)
-	VSHUFI32X4 $0, Z8, Z8, Z13
-	VPSHUFB kqK4Shuf<>+0(SB), Z13, Z16
-	VPSHUFB kqK4Shuf<>+64(SB), Z13, Z17
-	VPSHUFB kqK4Shuf<>+128(SB), Z13, Z18
-	VPSHUFB kqK4Shuf<>+192(SB), Z13, Z19
-	// Each min twice, so VPMADDWD with the 16 bsums gives lane j = mn_j·(bs_2j + bs_2j+1).
-	VEXTRACTI128 $1, Y8, X9
-	VPUNPCKLWD X9, X9, X10
-	VPUNPCKHWD X9, X9, X11
-	VINSERTI128 $1, X11, Y10, Y10
+	K4ZMM_SCALES
 
 	MOVQ DI, AX
 	MOVQ R8, DX
