@@ -71,6 +71,66 @@ GLOBL kqM1<>(SB), RODATA|NOPTR, $32
 	VPINSRD $3, R14, X8, X8; \
 	VPMOVZXBW X8, Y8
 
+// Q4K_STEPS is Q4_K's float steps for a super-block and token, in ggml's repacked order
+// (gemv_q4_K_8x8_q8_K): Y11 holds the integer sums of sc·q·x (its lanes summed here), Y10
+// the mins doubled, (R14) the token's bsums, (DX) its d_x, X14/X15 d_w/dmin_w; acc[0] +=
+// float(Σ sc·q·x)·(d_w·d_x) and acc[1] += float(Σ mn·bsum)·(dmin_w·d_x) at R15, both fused.
+// The AVX2 and 512-bit kernels share it, so they share its bits.
+#define Q4K_STEPS \
+	VPMADDWD (R14), Y10, Y12; \
+	VPHADDD Y12, Y11, Y11; \
+	VEXTRACTI128 $1, Y11, X13; \
+	VPADDD X13, X11, X11; \
+	VPHADDD X11, X11, X11; \
+	VCVTDQ2PS X11, X11; \
+	VMULSS (DX), X14, X12; \
+	VMULSS (DX), X15, X13; \
+	VMOVSS 0(R15), X9; \
+	VFMADD231SS X12, X11, X9; \
+	VMOVSS X9, 0(R15); \
+	VMOVSHDUP X11, X11; \
+	VMOVSS 4(R15), X9; \
+	VFMADD231SS X13, X11, X9; \
+	VMOVSS X9, 4(R15)
+
+// Q5K_STEPS is Q5_K's float steps for a super-block and token, in
+// ggml_vec_dot_q5_K_q8_K's AVX2 order: acc[8] (at R15) += −(d_x·dmin_w)·float(Σ mn·bsum)
+// (VFNMADD231SS, the rounding of ggml's vfmadd231ss of the negated scale), then its eight
+// lanes acc[0:8] += (d_x·d_w)·float(Y11's lanes), fused. Shared by the AVX2 and 512-bit
+// kernels.
+#define Q5K_STEPS \
+	VPMADDWD (R14), Y10, Y12; \
+	VEXTRACTI128 $1, Y12, X13; \
+	VPADDD X13, X12, X12; \
+	VPHADDD X12, X12, X12; \
+	VPHADDD X12, X12, X12; \
+	VCVTDQ2PS X12, X12; \
+	VMULSS (DX), X15, X13; \
+	VMOVSS 32(R15), X9; \
+	VFNMADD231SS X13, X12, X9; \
+	VMOVSS X9, 32(R15); \
+	VCVTDQ2PS Y11, Y11; \
+	VMULSS (DX), X14, X12; \
+	VBROADCASTSS X12, Y12; \
+	VMOVUPS (R15), Y9; \
+	VFMADD231PS Y12, Y11, Y9; \
+	VMOVUPS Y9, (R15)
+
+// Q6K_STEPS is Q6_K's float steps for a super-block and token, in
+// ggml_vec_dot_q6_K_q8_K's AVX2 order: the −32 offset taken off Y11's lanes as 32·Σ sc·bsum
+// (Y13 the int16 scales, (R14) the bsums), then acc[0:8] (at R15) += (d_x·d_w)·float(lane),
+// fused. Shared by the AVX2 and 512-bit kernels.
+#define Q6K_STEPS \
+	VPMADDWD (R14), Y13, Y9; \
+	VPSLLD $5, Y9, Y9; \
+	VPSUBD Y9, Y11, Y11; \
+	VCVTDQ2PS Y11, Y11; \
+	VMULSS (DX), X14, X12; \
+	VBROADCASTSS X12, Y12; \
+	VMOVUPS (R15), Y9; \
+	VFMADD231PS Y12, Y11, Y9; \
+	VMOVUPS Y9, (R15)
+
 DATA kqQ6Shuf<>+0(SB)/8, $0x0000000000000000
 DATA kqQ6Shuf<>+8(SB)/8, $0x0101010101010101
 DATA kqQ6Shuf<>+16(SB)/8, $0x0202020202020202
@@ -251,22 +311,7 @@ q4tok:
 	VPMADDUBSW 224(AX), Y7, Y12
 	VPMADDWD 288(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
-	VPMADDWD (R14), Y10, Y12
-	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
-	VPHADDD Y12, Y11, Y11
-	VEXTRACTI128 $1, Y11, X13
-	VPADDD X13, X11, X11
-	VPHADDD X11, X11, X11
-	VCVTDQ2PS X11, X11
-	VMULSS (DX), X14, X12
-	VMULSS (DX), X15, X13
-	VMOVSS 0(R15), X9
-	VFMADD231SS X12, X11, X9
-	VMOVSS X9, 0(R15)
-	VMOVSHDUP X11, X11
-	VMOVSS 4(R15), X9
-	VFMADD231SS X13, X11, X9
-	VMOVSS X9, 4(R15)
+	Q4K_STEPS
 	ADDQ R12, AX
 	ADDQ R13, DX
 	ADDQ BX, R14
@@ -449,22 +494,7 @@ q5tok:
 	VPMADDUBSW 224(AX), Y7, Y12
 	VPMADDWD 288(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
-	VPMADDWD (R14), Y10, Y12
-	VEXTRACTI128 $1, Y12, X13
-	VPADDD X13, X12, X12
-	VPHADDD X12, X12, X12
-	VPHADDD X12, X12, X12
-	VCVTDQ2PS X12, X12
-	VMULSS (DX), X15, X13
-	VMOVSS 32(R15), X9
-	VFNMADD231SS X13, X12, X9
-	VMOVSS X9, 32(R15)
-	VCVTDQ2PS Y11, Y11
-	VMULSS (DX), X14, X12
-	VBROADCASTSS X12, Y12
-	VMOVUPS (R15), Y9
-	VFMADD231PS Y12, Y11, Y9
-	VMOVUPS Y9, (R15)
+	Q5K_STEPS
 	ADDQ R12, AX
 	ADDQ R13, DX
 	ADDQ BX, R14
@@ -637,15 +667,7 @@ q6tok:
 	VPMADDUBSW 224(AX), Y7, Y12
 	VPMADDWD 288(SP), Y12, Y12
 	VPADDD Y12, Y11, Y11
-	VPMADDWD (R14), Y13, Y9
-	VPSLLD $5, Y9, Y9
-	VPSUBD Y9, Y11, Y11
-	VCVTDQ2PS Y11, Y11
-	VMULSS (DX), X14, X12
-	VBROADCASTSS X12, Y12
-	VMOVUPS (R15), Y9
-	VFMADD231PS Y12, Y11, Y9
-	VMOVUPS Y9, (R15)
+	Q6K_STEPS
 	ADDQ R12, AX
 	ADDQ R13, DX
 	ADDQ BX, R14
@@ -802,22 +824,7 @@ q4zblock:
 
 q4ztok:
 	KZMM_DOT
-	VPMADDWD (R14), Y10, Y12
-	// Horizontal sums: X11 lane 0 the quants' sum, lane 1 the mins'.
-	VPHADDD Y12, Y11, Y11
-	VEXTRACTI128 $1, Y11, X13
-	VPADDD X13, X11, X11
-	VPHADDD X11, X11, X11
-	VCVTDQ2PS X11, X11
-	VMULSS (DX), X14, X12
-	VMULSS (DX), X15, X13
-	VMOVSS 0(R15), X9
-	VFMADD231SS X12, X11, X9
-	VMOVSS X9, 0(R15)
-	VMOVSHDUP X11, X11
-	VMOVSS 4(R15), X9
-	VFMADD231SS X13, X11, X9
-	VMOVSS X9, 4(R15)
+	Q4K_STEPS
 	ADDQ R12, AX
 	ADDQ R13, DX
 	ADDQ BX, R14
@@ -960,15 +967,7 @@ q6zblock:
 
 q6ztok:
 	KZMM_DOT
-	VPMADDWD (R14), Y13, Y9
-	VPSLLD $5, Y9, Y9
-	VPSUBD Y9, Y11, Y11
-	VCVTDQ2PS Y11, Y11
-	VMULSS (DX), X14, X12
-	VBROADCASTSS X12, Y12
-	VMOVUPS (R15), Y9
-	VFMADD231PS Y12, Y11, Y9
-	VMOVUPS Y9, (R15)
+	Q6K_STEPS
 	ADDQ R12, AX
 	ADDQ R13, DX
 	ADDQ BX, R14
@@ -1119,22 +1118,7 @@ q5zblock:
 
 q5ztok:
 	KZMM_DOT
-	VPMADDWD (R14), Y10, Y12
-	VEXTRACTI128 $1, Y12, X13
-	VPADDD X13, X12, X12
-	VPHADDD X12, X12, X12
-	VPHADDD X12, X12, X12
-	VCVTDQ2PS X12, X12
-	VMULSS (DX), X15, X13
-	VMOVSS 32(R15), X9
-	VFNMADD231SS X13, X12, X9
-	VMOVSS X9, 32(R15)
-	VCVTDQ2PS Y11, Y11
-	VMULSS (DX), X14, X12
-	VBROADCASTSS X12, Y12
-	VMOVUPS (R15), Y9
-	VFMADD231PS Y12, Y11, Y9
-	VMOVUPS Y9, (R15)
+	Q5K_STEPS
 	ADDQ R12, AX
 	ADDQ R13, DX
 	ADDQ BX, R14
