@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 
@@ -109,45 +110,46 @@ func BenchmarkDecodeF16Qwen3(b *testing.B) {
 //	go test ./kernels -run '^$' -bench DecodeKQuantStream -benchtime 20x
 func BenchmarkDecodeKQuantStream(b *testing.B) {
 	for _, dt := range []tensor.DType{tensor.Q4_K, tensor.Q6_K} {
-		b.Run(dt.String(), func(b *testing.B) {
-			const cols = 4096
-			bytesPerRow, _ := dt.BytesFor(cols)
-			rows := (1200 << 20) / bytesPerRow
-			data := make([]byte, rows*bytesPerRow)
-			rng := rand.New(rand.NewPCG(5, 6))
-			for i := 0; i+8 <= len(data); i += 8 {
-				v := rng.Uint64()
-				for k := range 8 {
-					data[i+k] = byte(v >> (8 * k))
+		for _, cols := range []int{4096, 1024} {
+			b.Run(fmt.Sprintf("%v/cols=%d", dt, cols), func(b *testing.B) {
+				bytesPerRow, _ := dt.BytesFor(cols)
+				rows := (1200 << 20) / bytesPerRow
+				data := make([]byte, rows*bytesPerRow)
+				rng := rand.New(rand.NewPCG(5, 6))
+				for i := 0; i+8 <= len(data); i += 8 {
+					v := rng.Uint64()
+					for k := range 8 {
+						data[i+k] = byte(v >> (8 * k))
+					}
 				}
-			}
-			bb, _ := dt.BytesFor(256)
-			one := tensor.F32ToF16(1e-3)
-			for o := 0; o < len(data); o += bb { // finite block scales
-				switch dt {
-				case tensor.Q6_K:
-					data[o+bb-2], data[o+bb-1] = byte(one), byte(one>>8)
-				default:
-					data[o], data[o+1], data[o+2], data[o+3] = byte(one), byte(one>>8), byte(one), byte(one>>8)
+				bb, _ := dt.BytesFor(256)
+				one := tensor.F32ToF16(1e-3)
+				for o := 0; o < len(data); o += bb { // finite block scales
+					switch dt {
+					case tensor.Q6_K:
+						data[o+bb-2], data[o+bb-1] = byte(one), byte(one>>8)
+					default:
+						data[o], data[o+1], data[o+2], data[o+3] = byte(one), byte(one>>8), byte(one), byte(one>>8)
+					}
 				}
-			}
-			m, err := NewMat(dt, rows, cols, data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := NewPool(2)
-			defer p.Close()
-			s := NewScratch(p.Threads())
-			x := make([]float32, cols)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
-			out := make([]float32, rows)
-			MatVec(p, out, &m, x, s)
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
+				m, err := NewMat(dt, rows, cols, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p := NewPool(2)
+				defer p.Close()
+				s := NewScratch(p.Threads())
+				x := make([]float32, cols)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				out := make([]float32, rows)
 				MatVec(p, out, &m, x, s)
-			}
-		})
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					MatVec(p, out, &m, x, s)
+				}
+			})
+		}
 	}
 }
