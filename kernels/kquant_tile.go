@@ -18,6 +18,13 @@ package kernels
 //go:noescape
 func q4KTileAVX2(w *byte, nb int, q *int8, qStride int, ts *q4KTileSB, acc *float32, rows, rowBytes, groups int)
 
+// tileOutZMM writes blocks × 16 rows of the sixteen tokens' acc − accM (acc: 32 floats
+// a row, the tokens' acc then their accM) to out, token t's row r at out[t·tokenStride/4 +
+// r]: TILE_OUT16 (tileout_amd64.h), the AMX tile's epilogue.
+//
+//go:noescape
+func tileOutZMM(acc, out *float32, tokenStride, blocks int)
+
 //go:noescape
 func q4KTileZMM(w *byte, nb int, q *int8, qStride int, ts *q4KTileSB, acc *float32, rows, rowBytes, groups int)
 
@@ -88,13 +95,20 @@ func q4KTileRows(out []float32, w *Mat, a *qactK, from, n, lo, hi int) {
 					q4KTileAVX2(row, nbc, q, nb*256, &ts[0], &acc[0], nr, w.rowBytes, nt/8)
 				}
 			}
-			// Token by token: a row after row of out is written in order (row by row, the
-			// stores went to sixteen lines at once and took a third of the product's time:
-			// pprof of BenchmarkQ4KTile/n128/zmm).
+			// Sixteen tokens' blocks of sixteen rows: transposed in registers
+			// (tileOutZMM). This loop, token by token, took 16% of the 512-bit tile's
+			// product in pprof of BenchmarkQ4KTile/kernel/n128/zmm (it was row by row
+			// before, the stores going to sixteen lines at once: a third of the time).
+			done := 0
+			if kqTile == kqTileZMM && nt == kqTileTokens && nr >= 16 {
+				done = nr / 16 * 16
+				_ = out[(t0+nt-1)*rows+r0+done-1]
+				tileOutZMM(&acc[0], &out[t0*rows+r0], 4*rows, nr/16)
+			}
 			for t := range nt {
-				o := out[(t0+t)*rows+r0:][:nr]
+				o := out[(t0+t)*rows+r0+done:][:nr-done]
 				for r := range o {
-					o[r] = acc[r*32+t] - acc[r*32+16+t]
+					o[r] = acc[(done+r)*32+t] - acc[(done+r)*32+16+t]
 				}
 			}
 		}
