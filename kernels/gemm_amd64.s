@@ -1,5 +1,19 @@
 #include "textflag.h"
 
+// The f16 attention kernels' software prefetch (attnScoresF16Z, attnMadSeqF16Z,
+// attnMadSeqF16Z64 and their AVX2 versions): the first 128 bytes of the cache row of the position ATTN_AHEAD
+// positions on, whose index is at idx (an int32), into L1; reg is clobbered and left at the
+// row's byte offset from SI. A decode's rows are a KV head's slice of consecutive positions
+// (kvDim·2 bytes apart: 2 KiB on Qwen3-0.6B), too sparse for the hardware prefetchers, so
+// without it each position waited for memory: Qwen3-0.6B's 28 layers × 16 heads over 144
+// positions took 92 ns a head and position in one thread (docs/kernels.md has the A/B).
+#define ATTN_AHEAD 8
+#define ATTN_PREFETCH(idx, reg) \
+	MOVLQSX idx, reg; \
+	IMULQ R10, reg; \
+	PREFETCHT0 (SI)(reg*1); \
+	PREFETCHT0 64(SI)(reg*1)
+
 // func block4x2AVX2(w *float32, n int, x *float32, acc *[64]float32)
 //
 // Four weight rows (w, row stride n floats) times two tokens (x, stride n) over the first
@@ -408,6 +422,14 @@ scpos:
 	MOVLQSX (R8), AX
 	IMULQ R10, AX
 	LEAQ (SI)(AX*1), R12
+	CMPQ R9, $ATTN_AHEAD+1
+	JLT scfetched
+	ATTN_PREFETCH(ATTN_AHEAD*4(R8), AX)
+	CMPQ R11, $128
+	JLT scfetched
+	PREFETCHT0 128(SI)(AX*1)
+	PREFETCHT0 192(SI)(AX*1)
+scfetched:
 	ADDQ $4, R8
 	JMP scrow
 
@@ -572,6 +594,11 @@ mqpos:
 	VCVTPH2PS X7, Y7
 
 mqmad:
+	LEAQ ATTN_AHEAD(BX), DX
+	CMPQ DX, R9
+	JGE mqfetched
+	ATTN_PREFETCH((R8)(DX*4), DX)
+mqfetched:
 	VBROADCASTSS (R14)(BX*4), Y8
 	MOVLQSX (R8)(BX*4), AX
 	IMULQ R10, AX
@@ -1335,6 +1362,13 @@ mzpos:
 	VCVTPH2PS Y7, Z7
 
 mzmad:
+	LEAQ ATTN_AHEAD(BX), DX
+	CMPQ DX, R9
+	JGE mzfetched
+	ATTN_PREFETCH((R8)(DX*4), DX)
+	PREFETCHT0 128(SI)(DX*1)
+	PREFETCHT0 192(SI)(DX*1)
+mzfetched:
 	VBROADCASTSS (R14)(BX*4), Z8
 	MOVLQSX (R8)(BX*4), AX
 	IMULQ R10, AX
@@ -1416,6 +1450,14 @@ szpos:
 	MOVLQSX (R8), AX
 	IMULQ R10, AX
 	LEAQ (SI)(AX*1), R12
+	CMPQ R9, $ATTN_AHEAD+1
+	JLT szfetched
+	ATTN_PREFETCH(ATTN_AHEAD*4(R8), AX)
+	CMPQ R11, $2
+	JLT szfetched
+	PREFETCHT0 128(SI)(AX*1)
+	PREFETCHT0 192(SI)(AX*1)
+szfetched:
 	ADDQ $4, R8
 	JMP szrow
 
@@ -1595,6 +1637,11 @@ m6pos:
 	VCVTPH2PS Y3, Z3
 
 m6mad:
+	LEAQ ATTN_AHEAD(BX), DX
+	CMPQ DX, R9
+	JGE m6fetched
+	ATTN_PREFETCH((R8)(DX*4), DX)
+m6fetched:
 	VBROADCASTSS (R14)(BX*4), Z8
 	MOVLQSX (R8)(BX*4), AX
 	IMULQ R10, AX
