@@ -151,6 +151,7 @@ type FlashF16 struct {
 	m, s float32   // running maximum score, running Σ exp(s−M)
 
 	sc, ms, vs []float32 // Attend's scores and per-position softmax factors
+	acc2       []float32 // AttendPair's second accumulator
 }
 
 // Attend computes out, the attention of q16 (a query rounded to f16, RoundF16) over the
@@ -190,6 +191,50 @@ func (f *FlashF16) Attend(out, q16 []float32, k, v []uint16, rows []int32, off, 
 	f.Finish(out)
 }
 
+// AttendPair is Attend for two queries over the same cached rows, two query heads that
+// share a KV head (grouped-query attention): q16 holds both, rounded to f16, one after the
+// other, and out0 and out1 get their results, the bits of Attend(out0, q16[:hd], …) and
+// Attend(out1, q16[hd:], …). Where the CPU has the two-head kernels (AVX-512; heads of 64 or
+// a multiple of 128 elements) each key and value row is read and widened once for both,
+// which a decode step's attention was bound by once its rows were prefetched; elsewhere it
+// is the two calls.
+func (f *FlashF16) AttendPair(out0, out1, q16 []float32, k, v []uint16, rows []int32, off, stride int, scale float32) {
+	hd := len(q16) / 2
+	n := len(rows)
+	if n == 0 || !asmAttendPairF16(hd) {
+		f.Attend(out0, q16[:hd], k, v, rows, off, stride, scale)
+		f.Attend(out1, q16[hd:2*hd], k, v, rows, off, stride, scale)
+		return
+	}
+	for j, r := range rows {
+		if r < 0 || int(r)*stride+off+hd > min(len(k), len(v)) {
+			panic(fmt.Sprintf("kernels: FlashF16.AttendPair: position %d's row %d (stride %d, offset %d, %d elements) is outside the cache (%d, %d elements)", j, r, stride, off, hd, len(k), len(v)))
+		}
+	}
+	if cap(f.sc) < 2*n {
+		f.sc, f.ms, f.vs = make([]float32, 2*n), make([]float32, 2*n), make([]float32, 2*n)
+	}
+	sc, ms, vs := f.sc[:2*n], f.ms[:2*n], f.vs[:2*n]
+	asmAttnScoresPairF16(sc, q16[:2*hd], k, rows, off, stride, scale)
+	var sum [2]float32
+	for h := range 2 { // Add's softmax steps for each head, without the vector work
+		f.Reset(hd)
+		for j, s := range sc[h*n : (h+1)*n] {
+			ms[h*n+j], vs[h*n+j] = f.step(s)
+		}
+		sum[h] = f.s
+	}
+	if cap(f.acc2) < hd {
+		f.acc2 = make([]float32, hd)
+	}
+	acc0, acc1 := f.acc[:hd], f.acc2[:hd]
+	clear(acc0) // Reset cleared it too; acc1 is this call's own
+	clear(acc1)
+	asmAttnMadPairF16(acc0, acc1, v, rows, off, stride, ms[:n], vs[:n], ms[n:], vs[n:])
+	finishF16(out0, acc0, sum[0])
+	finishF16(out1, acc1, sum[1])
+}
+
 // Reset starts a new row with value vectors of dv elements.
 func (f *FlashF16) Reset(dv int) {
 	if cap(f.acc) < dv {
@@ -225,13 +270,16 @@ func (f *FlashF16) step(s float32) (ms, vs float32) {
 }
 
 // Finish writes the attention output: the accumulator divided by the softmax sum.
-func (f *FlashF16) Finish(out []float32) {
+func (f *FlashF16) Finish(out []float32) { finishF16(out, f.acc, f.s) }
+
+// finishF16 writes acc/s to out (0 where s is 0).
+func finishF16(out, acc []float32, s float32) {
 	inv := float32(0)
-	if f.s != 0 {
-		inv = 1 / f.s
+	if s != 0 {
+		inv = 1 / s
 	}
-	out = out[:len(f.acc)]
-	for i, a := range f.acc {
+	out = out[:len(acc)]
+	for i, a := range acc {
 		out[i] = a * inv
 	}
 }

@@ -337,3 +337,46 @@ func TestF16EncodeBits(t *testing.T) {
 		}
 	}
 }
+
+// TestAttendPairF16: two query heads over the same cached rows through AttendPair give the
+// bits of one Attend each, for heads the two-head kernels take (64, 128, 256) and one they
+// do not (192), over row counts around the prefetch distance, with rows in a shuffled
+// (paged) order, under both of llama.cpp's builds' orders.
+func TestAttendPairF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, build := range []GGMLBuild{GGMLAVX2, GGMLAVX512} {
+		prev := SetGGMLBuild(build)
+		for _, hd := range []int{64, 128, 192, 256} {
+			const heads = 3 // KV heads in a row; the pair reads the middle one
+			stride, off := heads*hd, hd
+			for _, n := range []int{1, 2, 8, 9, 17, 300} {
+				k, v := make([]uint16, (n+5)*stride), make([]uint16, (n+5)*stride)
+				for i := range k {
+					k[i] = tensor.F32ToF16(float32(rng.NormFloat64()) * 2)
+					v[i] = tensor.F32ToF16(float32(rng.NormFloat64()))
+				}
+				rows := make([]int32, n)
+				for j, r := range rng.Perm(n + 5)[:n] {
+					rows[j] = int32(r)
+				}
+				q16 := make([]float32, 2*hd)
+				for i := range q16 {
+					q16[i] = float32(rng.NormFloat64())
+				}
+				RoundF16(q16)
+				var f, g FlashF16
+				want0, want1 := make([]float32, hd), make([]float32, hd)
+				g.Attend(want0, q16[:hd], k, v, rows, off, stride, 0.125)
+				g.Attend(want1, q16[hd:], k, v, rows, off, stride, 0.125)
+				got0, got1 := make([]float32, hd), make([]float32, hd)
+				f.AttendPair(got0, got1, q16, k, v, rows, off, stride, 0.125)
+				for i := range hd {
+					if math.Float32bits(got0[i]) != math.Float32bits(want0[i]) || math.Float32bits(got1[i]) != math.Float32bits(want1[i]) {
+						t.Fatalf("%v hd %d n %d (pair kernels %v): element %d: %v, %v; want %v, %v", build, hd, n, asmAttendPairF16(hd), i, got0[i], got1[i], want0[i], want1[i])
+					}
+				}
+			}
+		}
+		SetGGMLBuild(prev)
+	}
+}

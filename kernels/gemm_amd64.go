@@ -690,3 +690,34 @@ func asmMatVecQ8_0(out []float32, w *Mat, a *qact, lo, hi int) bool {
 	matVecQ8_0AVX2(&w.Data[lo*w.rowBytes], hi-lo, nb, &d8[0], &q[0], &out[lo], useVNNI)
 	return true
 }
+
+//go:noescape
+func attnScoresF16Z2(q *float32, k *uint16, rows *int32, n, stride, hd int, scale float32, out *float32)
+
+//go:noescape
+func attnMadSeqF16Z2(acc0, acc1 *float32, v *uint16, rows *int32, n, stride, hd int, ms0, vs0, ms1, vs1 *float32)
+
+//go:noescape
+func attnMadSeqF16Z2x64(acc0, acc1 *float32, v *uint16, rows *int32, n, stride int, ms0, vs0, ms1, vs1 *float32)
+
+// asmAttendPairF16 reports whether the two-head kernels (attn_f16pair_amd64.s) take heads
+// of hd elements: AVX-512, llama.cpp's 16-lane score order, and heads of 64 or a multiple of
+// 128 elements.
+func asmAttendPairF16(hd int) bool {
+	return useAVX512Attn && ggmlAVX512 && asmAttendF16(hd) && (hd == 64 || hd%128 == 0)
+}
+
+// asmAttnScoresPairF16 is AttendPair's score pass: out[h·n+j] = DotF16(query h, key
+// rows[j])·scale for the two queries q[:hd] and q[hd:] (n = len(rows) ≥ 1).
+func asmAttnScoresPairF16(out, q []float32, k []uint16, rows []int32, off, stride int, scale float32) {
+	attnScoresF16Z2(&q[0], &k[off], &rows[0], len(rows), 2*stride, len(q)/2, scale, &out[0])
+}
+
+// asmAttnMadPairF16 is AttendPair's value pass over acc0 and acc1.
+func asmAttnMadPairF16(acc0, acc1 []float32, v []uint16, rows []int32, off, stride int, ms0, vs0, ms1, vs1 []float32) {
+	if len(acc0) == 64 {
+		attnMadSeqF16Z2x64(&acc0[0], &acc1[0], &v[off], &rows[0], len(rows), 2*stride, &ms0[0], &vs0[0], &ms1[0], &vs1[0])
+		return
+	}
+	attnMadSeqF16Z2(&acc0[0], &acc1[0], &v[off], &rows[0], len(rows), 2*stride, len(acc0), &ms0[0], &vs0[0], &ms1[0], &vs1[0])
+}

@@ -18,6 +18,16 @@ func asmScaleRoundF16(y []float32, a float32) int { return 0 }
 
 func asmAttendF16(hd int) bool { return false }
 
+func asmAttendPairF16(hd int) bool { return false }
+
+func asmAttnScoresPairF16(out, q []float32, k []uint16, rows []int32, off, stride int, scale float32) {
+	panic("kernels: no assembly attention on this architecture")
+}
+
+func asmAttnMadPairF16(acc0, acc1 []float32, v []uint16, rows []int32, off, stride int, ms0, vs0, ms1, vs1 []float32) {
+	panic("kernels: no assembly attention on this architecture")
+}
+
 func asmAttnScoresF16(out, q []float32, k []uint16, rows []int32, off, stride int, scale float32, lanes16 bool) {
 	panic("kernels: no assembly attention on this architecture")
 }

@@ -144,15 +144,24 @@ func (a *attention) forward(r *run, layer int, in []float32) []float32 {
 			r.tiledAttention(layer, tiles, q, ctx)
 		}
 		scale := ggmlScale(hd)
-		r.m.pool.Run(len(rest)*c.NumHeads, 1, func(worker, lo, hi int) {
+		// Where query heads share KV heads in pairs or more (grouped-query attention), a
+		// unit is two consecutive heads of a token, which read the same cached rows once
+		// (FlashF16.AttendPair, the bits of one Attend each).
+		per := 1
+		if group%2 == 0 {
+			per = 2
+		}
+		units := c.NumHeads / per
+		r.m.pool.Run(len(rest)*units, 1, func(worker, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				u, h := balanced(i, len(rest), c.NumHeads)
+				u, h := balanced(i, len(rest), units)
+				h *= per
 				t := rest[u]
 				pos := r.tokPos[t]
 				kv := r.chunks[r.tokCh[t]].kv
 				j := t*c.NumHeads + h
 				rows := r.kvRows(worker, kv, firstPos(c, pos), pos)
-				attendF16(&r.flash[worker], r.q16[worker], ctx[j*hd:(j+1)*hd], q[j*hd:(j+1)*hd],
+				attendF16(&r.flash[worker], r.q16[worker], ctx[j*hd:(j+per)*hd], q[j*hd:(j+per)*hd], per,
 					kv.store.k16[layer], kv.store.v16[layer], rows, (h/group)*hd, kvDim, scale)
 			}
 		})
@@ -333,10 +342,18 @@ func ggmlScale(hd int) float32 { return 1 / float32(math.Sqrt(float64(hd))) }
 
 // attendF16 writes into out the attention of one query head qh over the cache rows rows of
 // an f16 cache (the head's vectors at offset off of each kvDim-wide row), as llama.cpp's
-// flash attention computes it (kernels.FlashF16); q16 is scratch of len(qh).
-func attendF16(fl *kernels.FlashF16, q16, out, qh []float32, kc, vc []uint16, rows []int32, off, kvDim int, scale float32) {
+// flash attention computes it (kernels.FlashF16); q16 is scratch of len(qh). With heads 2,
+// qh holds two consecutive query heads of one KV head and out gets both results
+// (FlashF16.AttendPair).
+func attendF16(fl *kernels.FlashF16, q16, out, qh []float32, heads int, kc, vc []uint16, rows []int32, off, kvDim int, scale float32) {
+	q16 = q16[:len(qh)]
 	copy(q16, qh)
 	kernels.RoundF16(q16)
+	if heads == 2 {
+		hd := len(qh) / 2
+		fl.AttendPair(out[:hd], out[hd:2*hd], q16, kc, vc, rows, off, kvDim, scale)
+		return
+	}
 	fl.Attend(out, q16, kc, vc, rows, off, kvDim, scale)
 }
 

@@ -93,7 +93,7 @@ type run struct {
 	scores                     [][]float32 // per worker, one row of attention weights
 	flash                      []kernels.FlashF16
 	tiled                      []kernels.FlashTiled
-	q16                        [][]float32 // per worker, a query head rounded to f16
+	q16                        [][]float32 // per worker, one or two query heads rounded to f16
 	rows                       [][]int32   // per worker, the cache rows of the attended positions
 	rowsKey                    []rowsKey   // per worker, what rows holds
 	units                      []attnUnit  // sharedUnits' buffer
@@ -329,7 +329,7 @@ func (r *run) workers(m *Model, ctx int) {
 		r.rows[w] = r.rows[w][:ctx]
 		r.rowsKey[w] = rowsKey{}
 		if m.kvF16 {
-			r.q16[w] = grow(r.q16[w], m.cfg.HeadDim)
+			r.q16[w] = grow(r.q16[w], 2*m.cfg.HeadDim) // two heads: attendF16Pair
 		} else {
 			// a shared unit's queries (sharedUnits) take a row of weights each
 			r.scores[w] = grow(r.scores[w], kernels.AttnSharedMax*(ctx+m.cfg.HeadDim))
