@@ -299,7 +299,12 @@ func TestWebPage(t *testing.T) {
 	// it) and waits for gate.
 	// With holdAt3 set, the runner holds itself at the first step that decodes three
 	// sequences: a poller from the outside could miss that window on a fast machine (the
-	// demo model finishes 40 tokens in a few milliseconds).
+	// demo model finishes 40 tokens in a few milliseconds). Until then each step of fewer
+	// sequences is slowed by 20 ms, so that the three requests, posted at once but reaching
+	// the runner as the machine schedules their handlers, overlap however loaded it is: the
+	// runner admits what has arrived before every step, and the first request's 40 tokens
+	// now take at least 0.8 s (without it, test.sh failed here once with the other packages'
+	// tests running beside it).
 	var gate sync.Mutex
 	var held, holdAt3 atomic.Bool
 	parked := make(chan struct{}, 1)
@@ -314,6 +319,8 @@ func TestWebPage(t *testing.T) {
 			if decoding == 3 {
 				holdAt3.Store(false)
 				held.Store(true)
+			} else {
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
 		if held.Load() {
