@@ -1,17 +1,14 @@
 //go:build amd64
 
 #include "textflag.h"
+#include "attn_amd64.h"
+
 // Decode attention over the f16 cache for two query heads that share a KV head (GQA):
 // the score and value passes of attnScoresF16Z and attnMadSeqF16Z/Z64, each cached row read
 // and widened once for both queries. Every head's arithmetic is the one-head kernels' (the
 // same accumulators, fused multiply-adds, reduction and f16 roundings, in the same order),
 // so FlashF16.AttendPair gives the bits of two Attend calls (TestAttendPairF16).
-#define ATTN_AHEAD 8
-#define ATTN_PREFETCH(idx, reg) \
-	MOVLQSX idx, reg; \
-	IMULQ R10, reg; \
-	PREFETCHT0 (SI)(reg*1); \
-	PREFETCHT0 64(SI)(reg*1)
+
 // func attnScoresF16Z2(q *float32, k *uint16, rows *int32, n, stride, hd int, scale float32, out *float32)
 //
 // out[j] and out[n+j] are the scores of the queries at q and q+hd against key rows[j]
