@@ -691,6 +691,10 @@ func asmMatVecQ8_0(out []float32, w *Mat, a *qact, lo, hi int) bool {
 	return true
 }
 
+// The two-head f16 attention kernels, attn_f16pair_amd64.s:
+//
+//go:generate go run attn_f16pair_gen.go
+
 //go:noescape
 func attnScoresF16Z2(q *float32, k *uint16, rows *int32, n, stride, hd int, scale float32, out *float32)
 
