@@ -164,11 +164,7 @@ type FlashF16 struct {
 func (f *FlashF16) Attend(out, q16 []float32, k, v []uint16, rows []int32, off, stride int, scale float32) {
 	hd := len(q16)
 	n := len(rows)
-	for j, r := range rows {
-		if r < 0 || int(r)*stride+off+hd > min(len(k), len(v)) {
-			panic(fmt.Sprintf("kernels: FlashF16.Attend: position %d's row %d (stride %d, offset %d, %d elements) is outside the cache (%d, %d elements)", j, r, stride, off, hd, len(k), len(v)))
-		}
-	}
+	checkRowsF16("Attend", rows, k, v, off, stride, hd)
 	if n == 0 || !asmAttendF16(hd) {
 		f.Reset(hd)
 		for _, r := range rows {
@@ -184,11 +180,27 @@ func (f *FlashF16) Attend(out, q16 []float32, k, v []uint16, rows []int32, off, 
 	sc, ms, vs := f.sc[:n], f.ms[:n], f.vs[:n]
 	asmAttnScoresF16(sc, q16, k, rows, off, stride, scale, ggmlAVX512)
 	f.Reset(hd)
-	for j, s := range sc { // Add's softmax steps, without the vector work
-		ms[j], vs[j] = f.step(s)
-	}
+	f.steps(sc, ms, vs)
 	asmAttnMadSeqF16(f.acc, v, rows, off, stride, ms, vs)
 	f.Finish(out)
+}
+
+// checkRowsF16 panics unless every row's hd elements at off lie inside k and v (the
+// assembly passes do not check); name is the caller's, for the message.
+func checkRowsF16(name string, rows []int32, k, v []uint16, off, stride, hd int) {
+	for j, r := range rows {
+		if r < 0 || int(r)*stride+off+hd > min(len(k), len(v)) {
+			panic(fmt.Sprintf("kernels: FlashF16.%s: position %d's row %d (stride %d, offset %d, %d elements) is outside the cache (%d, %d elements)", name, j, r, stride, off, hd, len(k), len(v)))
+		}
+	}
+}
+
+// steps runs Add's softmax steps over the scores sc without the vector work, from the state
+// Reset left: ms[j] and vs[j] get position j's factors.
+func (f *FlashF16) steps(sc, ms, vs []float32) {
+	for j, s := range sc {
+		ms[j], vs[j] = f.step(s)
+	}
 }
 
 // AttendPair is Attend for two queries over the same cached rows, two query heads that
@@ -206,29 +218,22 @@ func (f *FlashF16) AttendPair(out0, out1, q16 []float32, k, v []uint16, rows []i
 		f.Attend(out1, q16[hd:2*hd], k, v, rows, off, stride, scale)
 		return
 	}
-	for j, r := range rows {
-		if r < 0 || int(r)*stride+off+hd > min(len(k), len(v)) {
-			panic(fmt.Sprintf("kernels: FlashF16.AttendPair: position %d's row %d (stride %d, offset %d, %d elements) is outside the cache (%d, %d elements)", j, r, stride, off, hd, len(k), len(v)))
-		}
-	}
+	checkRowsF16("AttendPair", rows, k, v, off, stride, hd)
 	if cap(f.sc) < 2*n {
 		f.sc, f.ms, f.vs = make([]float32, 2*n), make([]float32, 2*n), make([]float32, 2*n)
 	}
 	sc, ms, vs := f.sc[:2*n], f.ms[:2*n], f.vs[:2*n]
 	asmAttnScoresPairF16(sc, q16[:2*hd], k, rows, off, stride, scale)
 	var sum [2]float32
-	for h := range 2 { // Add's softmax steps for each head, without the vector work
-		f.Reset(hd)
-		for j, s := range sc[h*n : (h+1)*n] {
-			ms[h*n+j], vs[h*n+j] = f.step(s)
-		}
+	for h := range 2 {
+		f.Reset(hd) // clears f.acc, head 0's accumulator
+		f.steps(sc[h*n:(h+1)*n], ms[h*n:(h+1)*n], vs[h*n:(h+1)*n])
 		sum[h] = f.s
 	}
 	if cap(f.acc2) < hd {
 		f.acc2 = make([]float32, hd)
 	}
 	acc0, acc1 := f.acc[:hd], f.acc2[:hd]
-	clear(acc0) // Reset cleared it too; acc1 is this call's own
 	clear(acc1)
 	asmAttnMadPairF16(acc0, acc1, v, rows, off, stride, ms[:n], vs[:n], ms[n:], vs[n:])
 	finishF16(out0, acc0, sum[0])
