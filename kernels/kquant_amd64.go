@@ -34,6 +34,14 @@ func q6KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *flo
 //go:noescape
 func q5KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *float32, rows, rowBytes int)
 
+// q4KDecodeZMM is the decode (one-token) Q4_K product where useVNNI is on
+// (kquant_dec_amd64.s): pairs pairs of rows, each row's result to out, over the token's
+// activations as prepDecode lays them out (q permuted, ps the bsums' pair sums). The same
+// bits as q4KRowZMM.
+//
+//go:noescape
+func q4KDecodeZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -73,6 +81,16 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 
 // asmKQuantRowsFrom is asmKQuantRows without the AMX tile, for tokens [t0, n).
 func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool {
+	if n == 1 && w.DType == tensor.Q4_K && a.dec && kqDecode {
+		nb := w.Cols / 256
+		if pairs := (hi - lo) / 2; pairs > 0 && nb > 0 {
+			q4KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
+			lo += 2 * pairs
+		}
+		if lo == hi {
+			return true
+		}
+	}
 	t1 := t0 // tokens [t0,t1) go to the Q4_K tile
 	if w.DType == tensor.Q4_K && kqTile != kqTileOff && n-t0 >= 8 {
 		t1 = t0 + (n-t0)/8*8

@@ -25,11 +25,19 @@ func TestKQuantRowsEveryISA(t *testing.T) {
 			for _, shape := range [][2]int{{37, 256}, {5, 768}, {19, 3072}} {
 				rows, cols := shape[0], shape[1]
 				w, deq := randMat(t, rng, dt, rows, cols)
-				for _, n := range []int{1, 3, 8, 9, 17} {
-					t.Run(fmt.Sprintf("%v/%v/%dx%d/n%d", isa, dt, rows, cols, n), func(t *testing.T) {
+				decoded := false
+				for _, n := range []int{1, 1, 3, 8, 9, 17} {
+					// n = 1 twice: the second time laid out for the one-token kernel
+					// (prepDecode, as a decode product does), the first for the row kernels.
+					dec := n == 1 && decoded
+					decoded = n == 1
+					t.Run(fmt.Sprintf("%v/%v/%dx%d/n%d/dec=%v", isa, dt, rows, cols, n, dec), func(t *testing.T) {
 						x := randVec(rng, n*cols)
 						var a qactK
 						a.quantize(x)
+						if dec {
+							a.prepDecode()
+						}
 						got := make([]float32, n*rows)
 						ran := asmKQuantRows(got, &w, &a, n, 0, rows)
 						if want := isa != ISAGo && pathSwitches()["asmF16C"]; ran != want {

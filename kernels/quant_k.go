@@ -36,6 +36,49 @@ type qactK struct {
 	amxD    []float32
 	amxComp []int32
 	amxN    int // tokens amxD and amxComp were made for; 0: none
+	// dq, dp: one token's activations as the one-token Q4_K kernel takes them (prepDecode):
+	// each super-block's runs of 32 in the order 0 2 1 3 4 6 5 7, and the sums of its bsums
+	// in pairs (one per run). dec: they are this quantize's.
+	dq  []int8
+	dp  []int16
+	dec bool
+}
+
+// kqDecode turns the one-token Q4_K kernel (q4KDecodeZMM, where useVNNI is on) on or off;
+// SetKQDecode.
+var kqDecode = true
+
+// SetKQDecode turns the one-token Q4_K kernel on or off and returns the setting before, for
+// benchmarks that compare it with the row kernels in one process (the results are the same
+// bits either way). Like SetISA it must not run concurrently with a kernel call.
+func SetKQDecode(on bool) (prev bool) {
+	prev, kqDecode = kqDecode, on
+	return prev
+}
+
+// prepDecode lays out a one-token quantize's activations for the one-token Q4_K kernel
+// where it runs (useVNNI).
+func (a *qactK) prepDecode() {
+	if !useVNNI || !kqDecode {
+		return
+	}
+	nb := len(a.d)
+	if cap(a.dq) < nb*256 {
+		a.dq = make([]int8, nb*256)
+		a.dp = make([]int16, nb*8)
+	}
+	a.dq, a.dp = a.dq[:nb*256], a.dp[:nb*8]
+	for b := range nb {
+		q, dq := a.q[b*256:][:256], a.dq[b*256:][:256]
+		for k, run := range [8]int{0, 2, 1, 3, 4, 6, 5, 7} {
+			copy(dq[32*k:32*k+32], q[32*run:32*run+32])
+		}
+		bs, dp := a.bsums[b*16:][:16], a.dp[b*8:][:8]
+		for j := range dp {
+			dp[j] = bs[2*j] + bs[2*j+1]
+		}
+	}
+	a.dec = true
 }
 
 // quantize fills a with x (a multiple of 256 long) as ggml's quantize_row_q8_K does: the
@@ -44,6 +87,7 @@ type qactK struct {
 func (a *qactK) quantize(x []float32) {
 	nb := len(x) / 256
 	a.amxN = 0
+	a.dec = false
 	if cap(a.d) < nb {
 		a.d = make([]float32, nb)
 		a.q = make([]int8, nb*256)

@@ -1,0 +1,190 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// q4KDecodeZMM is the one-token (decode) Q4_K product where useVNNI is on: two rows at a
+// time, each row's result written to out, in the float steps of q4KRowZMM (ggml's
+// gemv_q4_K_8x8_q8_K: per super-block acc0 += float(Σ sc·q·x)·(d_w·d_x) and acc1 +=
+// float(Σ mn·bsum)·(dmin_w·d_x), both fused; out = acc0 − acc1), so it gives a row the
+// bits q4KRowZMM and the Go reference give it. What it saves is shuffle work, which had
+// q4KRowZMM bound by port 5 on a decode token:
+//   - the scales and mins are unpacked in vectors (two shuffles, two shifts, two ternary
+//     logic ops) straight from a 16-byte broadcast, not by scalar masks and inserts, and
+//     the scale vectors come from one shuffle each, with no lane broadcast before them;
+//   - the mins multiply sums of bsums taken in pairs (ps: the token's Σ over each run of
+//     32, made once per token by prepDecode), so they need no doubling;
+//   - the qs are read as they lie, 64 bytes at a time, their low and high nibbles becoming
+//     [run 0 | run 2] and [run 1 | run 3] (and runs 4..7 likewise): the activations are laid
+//     out to match (q: each super-block's 32-byte runs in the order 0 2 1 3 4 6 5 7);
+//   - the two rows' four integer sums are reduced together, converted and fused into one
+//     register [acc0 a, acc1 a, acc0 b, acc1 b] (lane by lane the scalar steps' bits).
+
+// The scales unpacked: from bytes 4..19 of a super-block s (12 bytes of scales, 4 of qs),
+// U = s with bytes 8..11 repeated at 12..15 and H = s's bytes 0..7 moved to 8..15, then
+// R = (U & M1) | ((U>>4) & M2) | ((H>>2) & 0x30): bytes 0..3 the scales 0..3, 4..7 the
+// mins 0..3, 8..11 the scales 4..7, 12..15 the mins 4..7 (q4KScales).
+DATA kqD4U<>+0(SB)/8, $0x0706050403020100
+DATA kqD4U<>+8(SB)/8, $0x0b0a09080b0a0908
+GLOBL kqD4U<>(SB), RODATA|NOPTR, $16
+DATA kqD4H<>+0(SB)/8, $0x8080808080808080
+DATA kqD4H<>+8(SB)/8, $0x0706050403020100
+GLOBL kqD4H<>(SB), RODATA|NOPTR, $16
+DATA kqD4M1<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA kqD4M1<>+8(SB)/8, $0x000000000f0f0f0f
+GLOBL kqD4M1<>(SB), RODATA|NOPTR, $16
+DATA kqD4M0F<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqD4M0F<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kqD4M0F<>(SB), RODATA|NOPTR, $16
+DATA kqD4M30<>+0(SB)/8, $0x3030303030303030
+DATA kqD4M30<>+8(SB)/8, $0x3030303030303030
+GLOBL kqD4M30<>(SB), RODATA|NOPTR, $16
+DATA kqD4M2<>+0(SB)/8, $0x0000000000000000
+DATA kqD4M2<>+8(SB)/8, $0x0f0f0f0f00000000
+GLOBL kqD4M2<>(SB), RODATA|NOPTR, $16
+
+// kqD4Sc: R's scales widened to int16 for the four weight vectors: [sc0 ×16 | sc2 ×16],
+// [sc1 | sc3], [sc4 | sc6], [sc5 | sc7] (R's bytes 0, 2; 1, 3; 8, 10; 9, 11).
+DATA kqD4Sc<>+0(SB)/8, $0x8000800080008000
+DATA kqD4Sc<>+8(SB)/8, $0x8000800080008000
+DATA kqD4Sc<>+16(SB)/8, $0x8000800080008000
+DATA kqD4Sc<>+24(SB)/8, $0x8000800080008000
+DATA kqD4Sc<>+32(SB)/8, $0x8002800280028002
+DATA kqD4Sc<>+40(SB)/8, $0x8002800280028002
+DATA kqD4Sc<>+48(SB)/8, $0x8002800280028002
+DATA kqD4Sc<>+56(SB)/8, $0x8002800280028002
+DATA kqD4Sc<>+64(SB)/8, $0x8001800180018001
+DATA kqD4Sc<>+72(SB)/8, $0x8001800180018001
+DATA kqD4Sc<>+80(SB)/8, $0x8001800180018001
+DATA kqD4Sc<>+88(SB)/8, $0x8001800180018001
+DATA kqD4Sc<>+96(SB)/8, $0x8003800380038003
+DATA kqD4Sc<>+104(SB)/8, $0x8003800380038003
+DATA kqD4Sc<>+112(SB)/8, $0x8003800380038003
+DATA kqD4Sc<>+120(SB)/8, $0x8003800380038003
+DATA kqD4Sc<>+128(SB)/8, $0x8008800880088008
+DATA kqD4Sc<>+136(SB)/8, $0x8008800880088008
+DATA kqD4Sc<>+144(SB)/8, $0x8008800880088008
+DATA kqD4Sc<>+152(SB)/8, $0x8008800880088008
+DATA kqD4Sc<>+160(SB)/8, $0x800a800a800a800a
+DATA kqD4Sc<>+168(SB)/8, $0x800a800a800a800a
+DATA kqD4Sc<>+176(SB)/8, $0x800a800a800a800a
+DATA kqD4Sc<>+184(SB)/8, $0x800a800a800a800a
+DATA kqD4Sc<>+192(SB)/8, $0x8009800980098009
+DATA kqD4Sc<>+200(SB)/8, $0x8009800980098009
+DATA kqD4Sc<>+208(SB)/8, $0x8009800980098009
+DATA kqD4Sc<>+216(SB)/8, $0x8009800980098009
+DATA kqD4Sc<>+224(SB)/8, $0x800b800b800b800b
+DATA kqD4Sc<>+232(SB)/8, $0x800b800b800b800b
+DATA kqD4Sc<>+240(SB)/8, $0x800b800b800b800b
+DATA kqD4Sc<>+248(SB)/8, $0x800b800b800b800b
+GLOBL kqD4Sc<>(SB), RODATA|NOPTR, $256
+
+// kqD4Min: R's mins widened to int16, in order (R's bytes 4..7, 12..15).
+DATA kqD4Min<>+0(SB)/8, $0x8007800680058004
+DATA kqD4Min<>+8(SB)/8, $0x800f800e800d800c
+GLOBL kqD4Min<>(SB), RODATA|NOPTR, $16
+
+// Q4K_DEC_ROW is one row's super-block at B: Ys gets the eight lanes of Σ sc·q·x (the upper
+// half folded onto the lower) and Xm the four lanes of Σ mn·(bsum pair) (R9: the token's
+// pair sums; DI its permuted quants). It uses Z8..Z12 and Z16..Z27.
+#define Q4K_DEC_ROW(B, Ys, Xm) \
+	VBROADCASTI32X4 4(B), Z8; \
+	VPSHUFB Z5, Z8, Z9; \
+	VPSHUFB Z6, Z8, Z10; \
+	VPSRLW $4, Z9, Z11; \
+	VPANDQ Z29, Z9, Z9; \
+	VPTERNLOGQ $0xea, Z9, Z28, Z11; \
+	VPSRLW $2, Z10, Z10; \
+	VPTERNLOGQ $0xea, Z11, Z30, Z10; \
+	VPSHUFB kqD4Sc<>+0(SB), Z10, Z16; \
+	VPSHUFB kqD4Sc<>+64(SB), Z10, Z17; \
+	VPSHUFB kqD4Sc<>+128(SB), Z10, Z18; \
+	VPSHUFB kqD4Sc<>+192(SB), Z10, Z19; \
+	VPSHUFB X7, X10, X12; \
+	VPMADDWD (R9), X12, Xm; \
+	VMOVDQU64 16(B), Z20; \
+	VMOVDQU64 80(B), Z22; \
+	VPSRLW $4, Z20, Z21; \
+	VPSRLW $4, Z22, Z23; \
+	VPANDQ Z31, Z20, Z20; \
+	VPANDQ Z31, Z21, Z21; \
+	VPANDQ Z31, Z22, Z22; \
+	VPANDQ Z31, Z23, Z23; \
+	VPMADDUBSW 0(DI), Z20, Z24; \
+	VPMADDUBSW 64(DI), Z21, Z25; \
+	VPMADDUBSW 128(DI), Z22, Z26; \
+	VPMADDUBSW 192(DI), Z23, Z27; \
+	VPMADDWD Z16, Z24, Z24; \
+	VPDPWSSD Z17, Z25, Z24; \
+	VPDPWSSD Z18, Z26, Z24; \
+	VPDPWSSD Z19, Z27, Z24; \
+	VEXTRACTI64X4 $1, Z24, Y12; \
+	VPADDD Y12, Y24, Ys
+
+// func q4KDecodeZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+TEXT ·q4KDecodeZMM(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q4ddone
+	VBROADCASTI32X4 kqD4M0F<>(SB), Z31
+	VBROADCASTI32X4 kqD4M30<>(SB), Z30
+	VBROADCASTI32X4 kqD4M1<>(SB), Z29
+	VBROADCASTI32X4 kqD4M2<>(SB), Z28
+	VBROADCASTI32X4 kqD4U<>(SB), Z5
+	VBROADCASTI32X4 kqD4H<>(SB), Z6
+	VMOVDQU kqD4Min<>(SB), X7
+
+q4dpair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ps+32(FP), R9
+	VXORPS X15, X15, X15
+
+q4dblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	Q4K_DEC_ROW(SI, Y0, X1)
+	Q4K_DEC_ROW(R11, Y2, X3)
+	// [Σ sc·q·x a, Σ mn·bs a, the same of b] (the X registers' upper halves are zero).
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X2
+	VPADDD X2, X0, X0
+	VCVTDQ2PS X0, X0
+	// [d a, dmin a, d b, dmin b]·d_x
+	VMOVD 0(SI), X4
+	VPINSRD $1, 0(R11), X4, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS (R8), X13
+	VMULPS X13, X4, X4
+	VFMADD231PS X4, X0, X15
+
+	ADDQ $144, SI
+	ADDQ $144, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ q4dblock
+
+	VMOVSHDUP X15, X4
+	VSUBPS X4, X15, X4
+	VMOVSS X4, 0(AX)
+	VEXTRACTPS $2, X4, 4(AX)
+	ADDQ $8, AX
+	MOVQ R11, SI // row b's end: the next pair's row a
+	DECQ BX
+	JNZ q4dpair
+
+q4ddone:
+	VZEROUPPER
+	RET
