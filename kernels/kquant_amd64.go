@@ -42,6 +42,13 @@ func q5KRowZMM(w *byte, nb int, q *int8, d *float32, bs *int16, nt int, acc *flo
 //go:noescape
 func q4KDecodeZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
 
+// q6KDecodeZMM is the decode Q6_K product where useVNNI is on (kquant_dec_amd64.s): pairs
+// pairs of rows, each row's result to out, over one token's Q8_K activations as quantize
+// leaves them. The same bits as q6KRowZMM and kqRowsOut.
+//
+//go:noescape
+func q6KDecodeZMM(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -81,15 +88,8 @@ func asmKQuantRows(out []float32, w *Mat, a *qactK, n, lo, hi int) bool {
 
 // asmKQuantRowsFrom is asmKQuantRows without the AMX tile, for tokens [t0, n).
 func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool {
-	if n == 1 && w.DType == tensor.Q4_K && a.dec && kqDecode {
-		nb := w.Cols / 256
-		if pairs := (hi - lo) / 2; pairs > 0 && nb > 0 {
-			q4KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
-			lo += 2 * pairs
-		}
-		if lo == hi {
-			return true
-		}
+	if lo = kqDecodeRows(out, w, a, n, lo, hi); lo == hi {
+		return true
 	}
 	t1 := t0 // tokens [t0,t1) go to the Q4_K tile
 	if w.DType == tensor.Q4_K && kqTile != kqTileOff && n-t0 >= 8 {
@@ -128,6 +128,28 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 		}
 	}
 	return true
+}
+
+// kqDecodeRows runs the one-token kernels (q4KDecodeZMM, q6KDecodeZMM) on the rows of
+// [lo,hi) they take, two at a time, where they run (useVNNI and kqDecode; Q4_K needs the
+// activations prepDecode lays out), and returns the first row left to the row kernels.
+func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
+	nb, pairs := w.Cols/256, (hi-lo)/2
+	if n != 1 || !useVNNI || !kqDecode || nb == 0 || pairs == 0 {
+		return lo
+	}
+	switch w.DType {
+	case tensor.Q4_K:
+		if !a.dec {
+			return lo
+		}
+		q4KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
+	case tensor.Q6_K:
+		q6KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes)
+	default:
+		return lo
+	}
+	return lo + 2*pairs
 }
 
 // kqRowsOut finishes the rows kernels' accumulators (16 floats per row and token, rows

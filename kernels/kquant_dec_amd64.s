@@ -188,3 +188,161 @@ q4dblock:
 q4ddone:
 	VZEROUPPER
 	RET
+
+// q6KDecodeZMM is the one-token Q6_K product where useVNNI is on: two rows at a time in
+// q6KRowZMM's integer lanes and float steps (ggml_vec_dot_q6_K_q8_K's: eight float lanes a
+// row, acc += (d_w·d_x)·float(lane), fused, then summed as hsum8 does), the two rows' eight
+// lanes in one 512-bit register and each row's sum written to out. Against the rows kernel
+// it saves the scales' shuffles (four VPERMW from the sixteen sign-extended scales, where
+// that took four shuffles and four widenings), the register copies after the ternary-logic
+// unpacking, and the accumulators' trips through memory and Go (kqRowsOut).
+
+// kqD6Idx: VPERMW indices of the scales for the four weight vectors: vector j holds runs
+// 2j and 2j+1, their four sub-blocks' scales 4j..4j+3 eight words each.
+DATA kqD6Idx<>+0(SB)/8, $0x0000000000000000
+DATA kqD6Idx<>+8(SB)/8, $0x0000000000000000
+DATA kqD6Idx<>+16(SB)/8, $0x0001000100010001
+DATA kqD6Idx<>+24(SB)/8, $0x0001000100010001
+DATA kqD6Idx<>+32(SB)/8, $0x0002000200020002
+DATA kqD6Idx<>+40(SB)/8, $0x0002000200020002
+DATA kqD6Idx<>+48(SB)/8, $0x0003000300030003
+DATA kqD6Idx<>+56(SB)/8, $0x0003000300030003
+GLOBL kqD6Idx<>(SB), RODATA|NOPTR, $64
+DATA kqD6Four<>+0(SB)/8, $0x0004000400040004
+GLOBL kqD6Four<>(SB), RODATA|NOPTR, $8
+DATA kqD6Shl<>+0(SB)/8, $4
+DATA kqD6Shl<>+8(SB)/8, $4
+DATA kqD6Shl<>+16(SB)/8, $4
+DATA kqD6Shl<>+24(SB)/8, $4
+DATA kqD6Shl<>+32(SB)/8, $2
+DATA kqD6Shl<>+40(SB)/8, $2
+DATA kqD6Shl<>+48(SB)/8, $2
+DATA kqD6Shl<>+56(SB)/8, $2
+GLOBL kqD6Shl<>(SB), RODATA|NOPTR, $64
+DATA kqD6Shr<>+0(SB)/8, $0
+DATA kqD6Shr<>+8(SB)/8, $0
+DATA kqD6Shr<>+16(SB)/8, $0
+DATA kqD6Shr<>+24(SB)/8, $0
+DATA kqD6Shr<>+32(SB)/8, $2
+DATA kqD6Shr<>+40(SB)/8, $2
+DATA kqD6Shr<>+48(SB)/8, $2
+DATA kqD6Shr<>+56(SB)/8, $2
+GLOBL kqD6Shr<>(SB), RODATA|NOPTR, $64
+
+// Q6K_DEC_ROW is one row's super-block at B: Yr gets its eight integer lanes, Σ sc·q·x over
+// bytes 4k..4k+3 of every run less 32·(bs_2k·sc_2k + bs_2k+1·sc_2k+1) (q6KRowZMM's lanes;
+// DI the token's quants, R9 its bsums). Weight vectors: [run 4h | run 4h+1] from the low
+// nibbles of ql[64h:] and qh's bits 0-3, [run 4h+2 | run 4h+3] from the high nibbles and
+// bits 4-7 (VPTERNLOGQ $0xea: (a & b) | c). It uses Z8..Z13 and Z16..Z27.
+#define Q6K_DEC_ROW(B, Yr) \
+	VPMOVSXBW 192(B), Y13; \
+	VPERMW Z13, Z2, Z16; \
+	VPERMW Z13, Z3, Z17; \
+	VPERMW Z13, Z4, Z18; \
+	VPERMW Z13, Z5, Z19; \
+	VPMADDWD (R9), Y13, Y13; \
+	VPSLLD $5, Y13, Y13; \
+	VMOVDQU64 0(B), Z8; \
+	VBROADCASTI64X4 128(B), Z9; \
+	VPANDQ Z31, Z8, Z10; \
+	VPSLLVQ Z28, Z9, Z20; \
+	VPTERNLOGQ $0xea, Z10, Z30, Z20; \
+	VPSRLW $4, Z8, Z8; \
+	VPANDQ Z31, Z8, Z11; \
+	VPSRLVQ Z29, Z9, Z21; \
+	VPTERNLOGQ $0xea, Z11, Z30, Z21; \
+	VMOVDQU64 64(B), Z8; \
+	VBROADCASTI64X4 160(B), Z9; \
+	VPANDQ Z31, Z8, Z10; \
+	VPSLLVQ Z28, Z9, Z22; \
+	VPTERNLOGQ $0xea, Z10, Z30, Z22; \
+	VPSRLW $4, Z8, Z8; \
+	VPANDQ Z31, Z8, Z11; \
+	VPSRLVQ Z29, Z9, Z23; \
+	VPTERNLOGQ $0xea, Z11, Z30, Z23; \
+	VPMADDUBSW 0(DI), Z20, Z24; \
+	VPMADDUBSW 64(DI), Z21, Z25; \
+	VPMADDUBSW 128(DI), Z22, Z26; \
+	VPMADDUBSW 192(DI), Z23, Z27; \
+	VPMADDWD Z16, Z24, Z24; \
+	VPDPWSSD Z17, Z25, Z24; \
+	VPDPWSSD Z18, Z26, Z24; \
+	VPDPWSSD Z19, Z27, Z24; \
+	VEXTRACTI64X4 $1, Z24, Y12; \
+	VPADDD Y12, Y24, Y12; \
+	VPSUBD Y13, Y12, Yr
+
+// func q6KDecodeZMM(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes int)
+TEXT ·q6KDecodeZMM(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q6ddone
+	VBROADCASTI32X4 kqD4M0F<>(SB), Z31
+	VBROADCASTI32X4 kqD4M30<>(SB), Z30
+	VMOVDQU64 kqD6Shr<>(SB), Z29
+	VMOVDQU64 kqD6Shl<>(SB), Z28
+	VMOVDQU64 kqD6Idx<>(SB), Z2
+	VPBROADCASTQ kqD6Four<>(SB), Z6
+	VPADDW Z6, Z2, Z3
+	VPADDW Z6, Z3, Z4
+	VPADDW Z6, Z4, Z5
+
+q6dpair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	VPXORQ Z15, Z15, Z15
+
+q6dblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4288(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	PREFETCHT1 4288(R11)
+	Q6K_DEC_ROW(SI, Y0)
+	Q6K_DEC_ROW(R11, Y1)
+	VINSERTI64X4 $1, Y1, Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	// [d_w a ×8 | d_w b ×8]·d_x
+	VPBROADCASTW 208(SI), X14
+	VPBROADCASTW 208(R11), X7
+	VINSERTI128 $1, X7, Y14, Y14
+	VCVTPH2PS Y14, Z14
+	VBROADCASTSS (R8), Z7
+	VMULPS Z7, Z14, Z14
+	VFMADD231PS Z14, Z0, Z15
+
+	ADDQ $210, SI
+	ADDQ $210, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q6dblock
+
+	// hsum8 of each row's lanes: r_k = l[4+k] + l[k], then (r0 + r2) + (r1 + r3).
+	VSHUFF32X4 $0xb1, Z15, Z15, Z7
+	VADDPS Z7, Z15, Z15
+	VPERMILPS $0x4e, Z15, Z7
+	VADDPS Z7, Z15, Z15
+	VMOVSHDUP Z15, Z7
+	VADDPS Z7, Z15, Z15
+	VMOVSS X15, 0(AX)
+	VEXTRACTF32X4 $2, Z15, X7
+	VMOVSS X7, 4(AX)
+	ADDQ $8, AX
+	MOVQ R11, SI // row b's end: the next pair's row a
+	DECQ BX
+	JNZ q6dpair
+
+q6ddone:
+	VZEROUPPER
+	RET
