@@ -49,6 +49,12 @@ func q4KDecodeZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32,
 //go:noescape
 func q6KDecodeZMM(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes int)
 
+// q5KDecodeZMM is q4KDecodeZMM for Q5_K (kquant_dec_amd64.s): the same activations, the
+// bits of q5KRowZMM and kqRowsOut.
+//
+//go:noescape
+func q5KDecodeZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -131,8 +137,8 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 }
 
 // kqDecodeRows runs the one-token kernels (q4KDecodeZMM, q6KDecodeZMM) on the rows of
-// [lo,hi) they take, two at a time, where they run (useVNNI and kqDecode; Q4_K needs the
-// activations prepDecode lays out), and returns the first row left to the row kernels.
+// [lo,hi) they take, two at a time, where they run (useVNNI and kqDecode; Q4_K and Q5_K
+// need the activations prepDecode lays out), and returns the first row left to the row kernels.
 func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 	nb, pairs := w.Cols/256, (hi-lo)/2
 	if n != 1 || !useVNNI || !kqDecode || nb == 0 || pairs == 0 {
@@ -144,6 +150,11 @@ func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 			return lo
 		}
 		q4KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
+	case tensor.Q5_K:
+		if !a.dec {
+			return lo
+		}
+		q5KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
 	case tensor.Q6_K:
 		q6KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes)
 	default:

@@ -346,3 +346,191 @@ q6dblock:
 q6ddone:
 	VZEROUPPER
 	RET
+
+// q5KDecodeZMM is the one-token Q5_K product where useVNNI is on: q4KDecodeZMM's layout
+// (the scales unpacked in vectors, qs read as they lie against the permuted activations, the
+// mins times the bsums' pair sums, two rows at a time) with qh's bit j as the fifth bit of
+// run j, in q5KRowZMM's integer lanes and float steps (ggml_vec_dot_q5_K_q8_K's: eight float
+// lanes a row for the scales' sums and one for the mins', acc8 −= (d_x·dmin_w)·float(Σ
+// mn·bsum), fused; out = hsum8(lanes) + acc8). The two rows' lanes share one 512-bit
+// register and their mins' terms one 128-bit one.
+
+// kqD5Rot: the VPROLVQ counts that bring qh's bit j to bit 4 of every byte, for the weight
+// vectors [run 0 | run 2], [1 | 3], [4 | 6], [5 | 7] (4 − j mod 64 per quadword).
+DATA kqD5Rot<>+0(SB)/8, $4
+DATA kqD5Rot<>+8(SB)/8, $4
+DATA kqD5Rot<>+16(SB)/8, $4
+DATA kqD5Rot<>+24(SB)/8, $4
+DATA kqD5Rot<>+32(SB)/8, $2
+DATA kqD5Rot<>+40(SB)/8, $2
+DATA kqD5Rot<>+48(SB)/8, $2
+DATA kqD5Rot<>+56(SB)/8, $2
+DATA kqD5Rot<>+64(SB)/8, $3
+DATA kqD5Rot<>+72(SB)/8, $3
+DATA kqD5Rot<>+80(SB)/8, $3
+DATA kqD5Rot<>+88(SB)/8, $3
+DATA kqD5Rot<>+96(SB)/8, $1
+DATA kqD5Rot<>+104(SB)/8, $1
+DATA kqD5Rot<>+112(SB)/8, $1
+DATA kqD5Rot<>+120(SB)/8, $1
+DATA kqD5Rot<>+128(SB)/8, $0
+DATA kqD5Rot<>+136(SB)/8, $0
+DATA kqD5Rot<>+144(SB)/8, $0
+DATA kqD5Rot<>+152(SB)/8, $0
+DATA kqD5Rot<>+160(SB)/8, $62
+DATA kqD5Rot<>+168(SB)/8, $62
+DATA kqD5Rot<>+176(SB)/8, $62
+DATA kqD5Rot<>+184(SB)/8, $62
+DATA kqD5Rot<>+192(SB)/8, $63
+DATA kqD5Rot<>+200(SB)/8, $63
+DATA kqD5Rot<>+208(SB)/8, $63
+DATA kqD5Rot<>+216(SB)/8, $63
+DATA kqD5Rot<>+224(SB)/8, $61
+DATA kqD5Rot<>+232(SB)/8, $61
+DATA kqD5Rot<>+240(SB)/8, $61
+DATA kqD5Rot<>+248(SB)/8, $61
+GLOBL kqD5Rot<>(SB), RODATA|NOPTR, $256
+DATA kqD5M10<>+0(SB)/8, $0x1010101010101010
+DATA kqD5M10<>+8(SB)/8, $0x1010101010101010
+GLOBL kqD5M10<>(SB), RODATA|NOPTR, $16
+
+// Q5K_DEC_ROW is one Q5_K row's super-block at B: Ys its eight lanes of Σ sc·q·x (folded),
+// Xm the four lanes of Σ mn·(bsum pair). It uses Z8..Z12 and Z16..Z27.
+#define Q5K_DEC_ROW(B, Ys, Xm) \
+	VBROADCASTI32X4 4(B), Z8; \
+	VPSHUFB Z5, Z8, Z9; \
+	VPSHUFB Z6, Z8, Z10; \
+	VPSRLW $4, Z9, Z11; \
+	VPANDQ Z29, Z9, Z9; \
+	VPTERNLOGQ $0xea, Z9, Z28, Z11; \
+	VPSRLW $2, Z10, Z10; \
+	VPTERNLOGQ $0xea, Z11, Z30, Z10; \
+	VPSHUFB kqD4Sc<>+0(SB), Z10, Z16; \
+	VPSHUFB kqD4Sc<>+64(SB), Z10, Z17; \
+	VPSHUFB kqD4Sc<>+128(SB), Z10, Z18; \
+	VPSHUFB kqD4Sc<>+192(SB), Z10, Z19; \
+	VPSHUFB X7, X10, X12; \
+	VPMADDWD (R9), X12, Xm; \
+	VMOVDQU64 48(B), Z8; \
+	VMOVDQU64 112(B), Z10; \
+	VBROADCASTI64X4 16(B), Z9; \
+	VPANDQ Z31, Z8, Z20; \
+	VPSRLW $4, Z8, Z8; \
+	VPANDQ Z31, Z8, Z21; \
+	VPANDQ Z31, Z10, Z22; \
+	VPSRLW $4, Z10, Z10; \
+	VPANDQ Z31, Z10, Z23; \
+	VPROLVQ kqD5Rot<>+0(SB), Z9, Z24; \
+	VPTERNLOGQ $0xea, Z20, Z4, Z24; \
+	VPROLVQ kqD5Rot<>+64(SB), Z9, Z25; \
+	VPTERNLOGQ $0xea, Z21, Z4, Z25; \
+	VPROLVQ kqD5Rot<>+128(SB), Z9, Z26; \
+	VPTERNLOGQ $0xea, Z22, Z4, Z26; \
+	VPROLVQ kqD5Rot<>+192(SB), Z9, Z27; \
+	VPTERNLOGQ $0xea, Z23, Z4, Z27; \
+	VPMADDUBSW 0(DI), Z24, Z24; \
+	VPMADDUBSW 64(DI), Z25, Z25; \
+	VPMADDUBSW 128(DI), Z26, Z26; \
+	VPMADDUBSW 192(DI), Z27, Z27; \
+	VPMADDWD Z16, Z24, Z24; \
+	VPDPWSSD Z17, Z25, Z24; \
+	VPDPWSSD Z18, Z26, Z24; \
+	VPDPWSSD Z19, Z27, Z24; \
+	VEXTRACTI64X4 $1, Z24, Y12; \
+	VPADDD Y12, Y24, Ys
+
+// kqD5Lanes: VPERMPS indices spreading [d a, dmin a, d b, dmin b]·d_x to [d a ×8 | d b ×8].
+DATA kqD5Lanes<>+0(SB)/8, $0x0000000000000000
+DATA kqD5Lanes<>+8(SB)/8, $0x0000000000000000
+DATA kqD5Lanes<>+16(SB)/8, $0x0000000000000000
+DATA kqD5Lanes<>+24(SB)/8, $0x0000000000000000
+DATA kqD5Lanes<>+32(SB)/8, $0x0000000200000002
+DATA kqD5Lanes<>+40(SB)/8, $0x0000000200000002
+DATA kqD5Lanes<>+48(SB)/8, $0x0000000200000002
+DATA kqD5Lanes<>+56(SB)/8, $0x0000000200000002
+GLOBL kqD5Lanes<>(SB), RODATA|NOPTR, $64
+
+// func q5KDecodeZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+TEXT ·q5KDecodeZMM(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q5ddone
+	VBROADCASTI32X4 kqD4M0F<>(SB), Z31
+	VBROADCASTI32X4 kqD4M30<>(SB), Z30
+	VBROADCASTI32X4 kqD4M1<>(SB), Z29
+	VBROADCASTI32X4 kqD4M2<>(SB), Z28
+	VBROADCASTI32X4 kqD4U<>(SB), Z5
+	VBROADCASTI32X4 kqD4H<>(SB), Z6
+	VMOVDQU kqD4Min<>(SB), X7
+	VBROADCASTI32X4 kqD5M10<>(SB), Z4
+	VMOVDQU64 kqD5Lanes<>(SB), Z3
+
+q5dpair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ps+32(FP), R9
+	VPXORQ Z15, Z15, Z15 // the lanes: [a ×8 | b ×8]
+	VPXORQ X14, X14, X14 // the mins' terms: a in lane 1, b in lane 3
+
+q5dblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	Q5K_DEC_ROW(SI, Y0, X1)
+	Q5K_DEC_ROW(R11, Y2, X13)
+	// M = [d a, dmin a, d b, dmin b]·d_x
+	VMOVD 0(SI), X8
+	VPINSRD $1, 0(R11), X8, X8
+	VCVTPH2PS X8, X8
+	VBROADCASTSS (R8), X9
+	VMULPS X9, X8, X8
+	// the mins: [Σ a, Σ a, Σ b, Σ b]; lanes 1 and 3 −= that·M, fused
+	VPHADDD X13, X1, X1
+	VPHADDD X1, X1, X1
+	VPSHUFD $0x50, X1, X1
+	VCVTDQ2PS X1, X1
+	VFNMADD231PS X8, X1, X14
+	// the lanes
+	VINSERTI64X4 $1, Y2, Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	VPERMPS Z8, Z3, Z9
+	VFMADD231PS Z9, Z0, Z15
+
+	ADDQ $176, SI
+	ADDQ $176, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ q5dblock
+
+	// hsum8 of each row's lanes, plus its mins' term.
+	VSHUFF32X4 $0xb1, Z15, Z15, Z9
+	VADDPS Z9, Z15, Z15
+	VPERMILPS $0x4e, Z15, Z9
+	VADDPS Z9, Z15, Z15
+	VMOVSHDUP Z15, Z9
+	VADDPS Z9, Z15, Z15
+	VEXTRACTF32X4 $2, Z15, X9
+	VMOVSHDUP X14, X14 // [m a, m a, m b, m b]
+	VADDSS X14, X15, X15
+	VMOVSS X15, 0(AX)
+	VMOVHLPS X14, X14, X14
+	VADDSS X14, X9, X9
+	VMOVSS X9, 4(AX)
+	ADDQ $8, AX
+	MOVQ R11, SI // row b's end: the next pair's row a
+	DECQ BX
+	JNZ q5dpair
+
+q5ddone:
+	VZEROUPPER
+	RET

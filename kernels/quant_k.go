@@ -36,28 +36,28 @@ type qactK struct {
 	amxD    []float32
 	amxComp []int32
 	amxN    int // tokens amxD and amxComp were made for; 0: none
-	// dq, dp: one token's activations as the one-token Q4_K kernel takes them (prepDecode):
-	// each super-block's runs of 32 in the order 0 2 1 3 4 6 5 7, and the sums of its bsums
-	// in pairs (one per run). dec: they are this quantize's.
+	// dq, dp: one token's activations as the one-token Q4_K and Q5_K kernels take them
+	// (prepDecode): each super-block's runs of 32 in the order 0 2 1 3 4 6 5 7, and the sums
+	// of its bsums in pairs (one per run). dec: they are this quantize's.
 	dq  []int8
 	dp  []int16
 	dec bool
 }
 
-// kqDecode turns the one-token Q4_K kernel (q4KDecodeZMM, where useVNNI is on) on or off;
-// SetKQDecode.
+// kqDecode turns the one-token k-quant kernels (q4KDecodeZMM, q5KDecodeZMM, q6KDecodeZMM,
+// where useVNNI is on) on or off; SetKQDecode.
 var kqDecode = true
 
-// SetKQDecode turns the one-token Q4_K kernel on or off and returns the setting before, for
-// benchmarks that compare it with the row kernels in one process (the results are the same
-// bits either way). Like SetISA it must not run concurrently with a kernel call.
+// SetKQDecode turns the one-token k-quant kernels on or off and returns the setting before,
+// for benchmarks that compare them with the row kernels in one process (the results are the
+// same bits either way). Like SetISA it must not run concurrently with a kernel call.
 func SetKQDecode(on bool) (prev bool) {
 	prev, kqDecode = kqDecode, on
 	return prev
 }
 
-// prepDecode lays out a one-token quantize's activations for the one-token Q4_K kernel
-// where it runs (useVNNI).
+// prepDecode lays out a one-token quantize's activations for the one-token Q4_K and Q5_K
+// kernels where they run (useVNNI).
 func (a *qactK) prepDecode() {
 	if !useVNNI || !kqDecode {
 		return
