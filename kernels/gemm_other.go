@@ -46,6 +46,10 @@ const useAVX512Tile = false
 
 const useVNNI = false
 
+// useAsmQ8: the F16C kernels, among them the one-token k-quant ones (prepDecode), are amd64
+// assembly.
+const useAsmQ8 = false
+
 func asmRoundF16(dst, src []float32) int { return 0 }
 
 func asmEncodeF16(dst []uint16, src []float32) int { return 0 }

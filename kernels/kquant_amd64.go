@@ -55,6 +55,19 @@ func q6KDecodeZMM(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32,
 //go:noescape
 func q5KDecodeZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
 
+// q4KDecodeAVX2 is q4KDecodeZMM in 256-bit registers (kquant_dec_amd64.s), where useAsmQ8
+// is on and useVNNI is not, over the activations in quantize's order (q) and prepDecode's
+// pair sums (ps). The same bits as q4KRowAVX2.
+//
+//go:noescape
+func q4KDecodeAVX2(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+
+// q6KDecodeAVX2 is q6KDecodeZMM in 256-bit registers (kquant_dec_amd64.s), where useAsmQ8
+// is on and useVNNI is not. The same bits as q6KRowAVX2 and kqRowsOut.
+//
+//go:noescape
+func q6KDecodeAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -141,21 +154,27 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 // need the activations prepDecode lays out), and returns the first row left to the row kernels.
 func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 	nb, pairs := w.Cols/256, (hi-lo)/2
-	if n != 1 || !useVNNI || !kqDecode || nb == 0 || pairs == 0 {
+	if n != 1 || !useAsmQ8 || !kqDecode || nb == 0 || pairs == 0 {
 		return lo
 	}
-	switch w.DType {
-	case tensor.Q4_K:
+	switch {
+	case !useVNNI && w.DType == tensor.Q4_K && a.dec:
+		q4KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
+	case !useVNNI && w.DType == tensor.Q6_K:
+		q6KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes)
+	case !useVNNI:
+		return lo
+	case w.DType == tensor.Q4_K:
 		if !a.dec {
 			return lo
 		}
 		q4KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
-	case tensor.Q5_K:
+	case w.DType == tensor.Q5_K:
 		if !a.dec {
 			return lo
 		}
 		q5KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
-	case tensor.Q6_K:
+	case w.DType == tensor.Q6_K:
 		q6KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes)
 	default:
 		return lo

@@ -534,3 +534,323 @@ q5dblock:
 q5ddone:
 	VZEROUPPER
 	RET
+
+// q4KDecodeAVX2 is q4KDecodeZMM for CPUs without AVX-512 VNNI (AVX2, FMA and F16C): the
+// same unpacking of the scales (in both 128-bit lanes of a 256-bit register), mins times
+// the bsums' pair sums, two rows at a time with their sums reduced and fused together; one
+// run of 32 per register, so the activations stay in their order (q as quantize leaves it)
+// and each run's scale comes from one shuffle of the unpacked scales, in registers (the
+// rows kernel stored eight shuffled vectors to the stack and unpacked the scales with
+// scalar masks and inserts).
+
+// kqD4ScY: VPSHUFB controls widening run j's scale to sixteen words (R's bytes 0..3, 8..11).
+DATA kqD4ScY<>+0(SB)/8, $0x8000800080008000
+DATA kqD4ScY<>+8(SB)/8, $0x8000800080008000
+DATA kqD4ScY<>+16(SB)/8, $0x8000800080008000
+DATA kqD4ScY<>+24(SB)/8, $0x8000800080008000
+DATA kqD4ScY<>+32(SB)/8, $0x8001800180018001
+DATA kqD4ScY<>+40(SB)/8, $0x8001800180018001
+DATA kqD4ScY<>+48(SB)/8, $0x8001800180018001
+DATA kqD4ScY<>+56(SB)/8, $0x8001800180018001
+DATA kqD4ScY<>+64(SB)/8, $0x8002800280028002
+DATA kqD4ScY<>+72(SB)/8, $0x8002800280028002
+DATA kqD4ScY<>+80(SB)/8, $0x8002800280028002
+DATA kqD4ScY<>+88(SB)/8, $0x8002800280028002
+DATA kqD4ScY<>+96(SB)/8, $0x8003800380038003
+DATA kqD4ScY<>+104(SB)/8, $0x8003800380038003
+DATA kqD4ScY<>+112(SB)/8, $0x8003800380038003
+DATA kqD4ScY<>+120(SB)/8, $0x8003800380038003
+DATA kqD4ScY<>+128(SB)/8, $0x8008800880088008
+DATA kqD4ScY<>+136(SB)/8, $0x8008800880088008
+DATA kqD4ScY<>+144(SB)/8, $0x8008800880088008
+DATA kqD4ScY<>+152(SB)/8, $0x8008800880088008
+DATA kqD4ScY<>+160(SB)/8, $0x8009800980098009
+DATA kqD4ScY<>+168(SB)/8, $0x8009800980098009
+DATA kqD4ScY<>+176(SB)/8, $0x8009800980098009
+DATA kqD4ScY<>+184(SB)/8, $0x8009800980098009
+DATA kqD4ScY<>+192(SB)/8, $0x800a800a800a800a
+DATA kqD4ScY<>+200(SB)/8, $0x800a800a800a800a
+DATA kqD4ScY<>+208(SB)/8, $0x800a800a800a800a
+DATA kqD4ScY<>+216(SB)/8, $0x800a800a800a800a
+DATA kqD4ScY<>+224(SB)/8, $0x800b800b800b800b
+DATA kqD4ScY<>+232(SB)/8, $0x800b800b800b800b
+DATA kqD4ScY<>+240(SB)/8, $0x800b800b800b800b
+DATA kqD4ScY<>+248(SB)/8, $0x800b800b800b800b
+GLOBL kqD4ScY<>(SB), RODATA|NOPTR, $256
+
+// Q4K_Y_RUNS is runs 2g and 2g+1 (the nibbles of qs[32g:32g+32] at off) times the token's
+// bytes 64g.. at DI, each scaled by its word vector, added into Ys. It uses Y12..Y14.
+#define Q4K_Y_RUNS(B, off, xoff, c0, c1, Ys) \
+	VMOVDQU off(B), Y12; \
+	VPAND Y15, Y12, Y13; \
+	VPSRLW $4, Y12, Y12; \
+	VPAND Y15, Y12, Y12; \
+	VPMADDUBSW xoff(DI), Y13, Y13; \
+	VPSHUFB c0, Y9, Y14; \
+	VPMADDWD Y14, Y13, Y13; \
+	VPADDD Y13, Ys, Ys; \
+	VPMADDUBSW xoff+32(DI), Y12, Y12; \
+	VPSHUFB c1, Y9, Y14; \
+	VPMADDWD Y14, Y12, Y12; \
+	VPADDD Y12, Ys, Ys
+
+// Q4K_Y_ROW is one row's super-block at B: Ys its eight lanes of Σ sc·q·x, Xm the four
+// of Σ mn·(bsum pair) (R9). It uses Y8..Y14.
+#define Q4K_Y_ROW(B, Ys, Xm) \
+	VBROADCASTI128 4(B), Y8; \
+	VPSHUFB kqD4UY<>(SB), Y8, Y9; \
+	VPSHUFB kqD4HY<>(SB), Y8, Y10; \
+	VPSRLW $4, Y9, Y11; \
+	VPAND kqD4M1Y<>(SB), Y9, Y9; \
+	VPAND kqD4M2Y<>(SB), Y11, Y11; \
+	VPOR Y11, Y9, Y9; \
+	VPSRLW $2, Y10, Y10; \
+	VPAND kqD4M30Y<>(SB), Y10, Y10; \
+	VPOR Y10, Y9, Y9; \
+	VPSHUFB kqD4Min<>(SB), X9, X10; \
+	VPMADDWD (R9), X10, Xm; \
+	VPXOR Ys, Ys, Ys; \
+	Q4K_Y_RUNS(B, 16, 0, kqD4ScY<>+0(SB), kqD4ScY<>+32(SB), Ys); \
+	Q4K_Y_RUNS(B, 48, 64, kqD4ScY<>+64(SB), kqD4ScY<>+96(SB), Ys); \
+	Q4K_Y_RUNS(B, 80, 128, kqD4ScY<>+128(SB), kqD4ScY<>+160(SB), Ys); \
+	Q4K_Y_RUNS(B, 112, 192, kqD4ScY<>+192(SB), kqD4ScY<>+224(SB), Ys)
+
+DATA kqD4UY<>+0(SB)/8, $0x0706050403020100
+DATA kqD4UY<>+8(SB)/8, $0x0b0a09080b0a0908
+DATA kqD4UY<>+16(SB)/8, $0x0706050403020100
+DATA kqD4UY<>+24(SB)/8, $0x0b0a09080b0a0908
+GLOBL kqD4UY<>(SB), RODATA|NOPTR, $32
+DATA kqD4HY<>+0(SB)/8, $0x8080808080808080
+DATA kqD4HY<>+8(SB)/8, $0x0706050403020100
+DATA kqD4HY<>+16(SB)/8, $0x8080808080808080
+DATA kqD4HY<>+24(SB)/8, $0x0706050403020100
+GLOBL kqD4HY<>(SB), RODATA|NOPTR, $32
+DATA kqD4M1Y<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA kqD4M1Y<>+8(SB)/8, $0x000000000f0f0f0f
+DATA kqD4M1Y<>+16(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA kqD4M1Y<>+24(SB)/8, $0x000000000f0f0f0f
+GLOBL kqD4M1Y<>(SB), RODATA|NOPTR, $32
+DATA kqD4M2Y<>+0(SB)/8, $0x0000000000000000
+DATA kqD4M2Y<>+8(SB)/8, $0x0f0f0f0f00000000
+DATA kqD4M2Y<>+16(SB)/8, $0x0000000000000000
+DATA kqD4M2Y<>+24(SB)/8, $0x0f0f0f0f00000000
+GLOBL kqD4M2Y<>(SB), RODATA|NOPTR, $32
+DATA kqD4M30Y<>+0(SB)/8, $0x3030303030303030
+DATA kqD4M30Y<>+8(SB)/8, $0x3030303030303030
+DATA kqD4M30Y<>+16(SB)/8, $0x3030303030303030
+DATA kqD4M30Y<>+24(SB)/8, $0x3030303030303030
+GLOBL kqD4M30Y<>(SB), RODATA|NOPTR, $32
+DATA kqD4M0FY<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqD4M0FY<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqD4M0FY<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqD4M0FY<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kqD4M0FY<>(SB), RODATA|NOPTR, $32
+
+// func q4KDecodeAVX2(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+TEXT ·q4KDecodeAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q4ydone
+	VMOVDQU kqD4M0FY<>(SB), Y15
+
+q4ypair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ps+32(FP), R9
+	VXORPS X6, X6, X6
+
+q4yblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	Q4K_Y_ROW(SI, Y0, X1)
+	Q4K_Y_ROW(R11, Y2, X3)
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X2
+	VPADDD X2, X0, X0
+	VCVTDQ2PS X0, X0
+	VMOVD 0(SI), X4
+	VPINSRD $1, 0(R11), X4, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS (R8), X5
+	VMULPS X5, X4, X4
+	VFMADD231PS X4, X0, X6
+
+	ADDQ $144, SI
+	ADDQ $144, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ q4yblock
+
+	VMOVSHDUP X6, X4
+	VSUBPS X4, X6, X4
+	VMOVSS X4, 0(AX)
+	VEXTRACTPS $2, X4, 4(AX)
+	ADDQ $8, AX
+	MOVQ R11, SI
+	DECQ BX
+	JNZ q4ypair
+
+q4ydone:
+	VZEROUPPER
+	RET
+
+// q6KDecodeAVX2 is q6KDecodeZMM in 256-bit registers, where useAsmQ8 is on and useVNNI is
+// not: one run per register in q6KRowAVX2's lanes, two rows at a time, the scales widened
+// once and spread by shuffles in registers (the rows kernel built eight vectors on the
+// stack), each row's eight float lanes kept in a register and summed in hsum8's order in the
+// kernel.
+
+// kqD6CtlY: VPSHUFB controls over [scale words 0..7 | 0..7] (or 8..15 twice) giving run r's
+// [sc 2r ×8 | sc 2r+1 ×8], for r mod 4.
+DATA kqD6CtlY<>+0(SB)/8, $0x0100010001000100
+DATA kqD6CtlY<>+8(SB)/8, $0x0100010001000100
+DATA kqD6CtlY<>+16(SB)/8, $0x0302030203020302
+DATA kqD6CtlY<>+24(SB)/8, $0x0302030203020302
+DATA kqD6CtlY<>+32(SB)/8, $0x0504050405040504
+DATA kqD6CtlY<>+40(SB)/8, $0x0504050405040504
+DATA kqD6CtlY<>+48(SB)/8, $0x0706070607060706
+DATA kqD6CtlY<>+56(SB)/8, $0x0706070607060706
+DATA kqD6CtlY<>+64(SB)/8, $0x0908090809080908
+DATA kqD6CtlY<>+72(SB)/8, $0x0908090809080908
+DATA kqD6CtlY<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqD6CtlY<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqD6CtlY<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqD6CtlY<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqD6CtlY<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kqD6CtlY<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL kqD6CtlY<>(SB), RODATA|NOPTR, $128
+
+// Q6K_Y_DOT: the run in Y12 times the token's bytes at xoff, scaled by the control ctl over
+// table, added into Ys. It uses Y14.
+#define Q6K_Y_DOT(xoff, ctl, table, Ys) \
+	VPMADDUBSW xoff(DI), Y12, Y12; \
+	VPSHUFB ctl, table, Y14; \
+	VPMADDWD Y14, Y12, Y12; \
+	VPADDD Y12, Ys, Ys
+
+// Q6K_Y_HALF is runs 4h..4h+3 of the super-block at B (ql at qoff, qh at hoff; the token's
+// bytes at xoff), scales from table. It uses Y8, Y9, Y12, Y14.
+#define Q6K_Y_HALF(B, qoff, hoff, xoff, table, Ys) \
+	VMOVDQU hoff(B), Y9; \
+	VMOVDQU qoff(B), Y8; \
+	VPAND Y15, Y8, Y12; \
+	VPSLLW $4, Y9, Y14; \
+	VPAND kqD4M30Y<>(SB), Y14, Y14; \
+	VPOR Y14, Y12, Y12; \
+	Q6K_Y_DOT(xoff, kqD6CtlY<>+0(SB), table, Ys); \
+	VPSRLW $4, Y8, Y12; \
+	VPAND Y15, Y12, Y12; \
+	VPAND kqD4M30Y<>(SB), Y9, Y14; \
+	VPOR Y14, Y12, Y12; \
+	Q6K_Y_DOT(xoff+64, kqD6CtlY<>+64(SB), table, Ys); \
+	VMOVDQU qoff+32(B), Y8; \
+	VPAND Y15, Y8, Y12; \
+	VPSLLW $2, Y9, Y14; \
+	VPAND kqD4M30Y<>(SB), Y14, Y14; \
+	VPOR Y14, Y12, Y12; \
+	Q6K_Y_DOT(xoff+32, kqD6CtlY<>+32(SB), table, Ys); \
+	VPSRLW $4, Y8, Y12; \
+	VPAND Y15, Y12, Y12; \
+	VPSRLW $2, Y9, Y14; \
+	VPAND kqD4M30Y<>(SB), Y14, Y14; \
+	VPOR Y14, Y12, Y12; \
+	Q6K_Y_DOT(xoff+96, kqD6CtlY<>+96(SB), table, Ys)
+
+// Q6K_Y_ROW is one row's super-block at B: Ys its eight integer lanes (q6KRowAVX2's). It
+// uses Y8..Y14.
+#define Q6K_Y_ROW(B, Ys) \
+	VPMOVSXBW 192(B), Y13; \
+	VPERMQ $0x44, Y13, Y10; \
+	VPERMQ $0xee, Y13, Y11; \
+	VPMADDWD (R9), Y13, Y13; \
+	VPSLLD $5, Y13, Y13; \
+	VPXOR Ys, Ys, Ys; \
+	Q6K_Y_HALF(B, 0, 128, 0, Y10, Ys); \
+	Q6K_Y_HALF(B, 64, 160, 128, Y11, Ys); \
+	VPSUBD Y13, Ys, Ys
+
+// Q6K_Y_STEP: acc += (d_w·d_x)·float(Ys), d_w at B, d_x at R8, fused. It uses Y4, Y5.
+#define Q6K_Y_STEP(B, Ys, acc) \
+	VCVTDQ2PS Ys, Ys; \
+	VPBROADCASTW 208(B), X4; \
+	VCVTPH2PS X4, Y4; \
+	VBROADCASTSS (R8), Y5; \
+	VMULPS Y5, Y4, Y4; \
+	VFMADD231PS Y4, Ys, acc
+
+// func q6KDecodeAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes int)
+TEXT ·q6KDecodeAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q6ydone
+	VMOVDQU kqD4M0FY<>(SB), Y15
+
+q6ypair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+q6yblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4288(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	PREFETCHT1 4288(R11)
+	Q6K_Y_ROW(SI, Y0)
+	Q6K_Y_ROW(R11, Y2)
+	Q6K_Y_STEP(SI, Y0, Y6)
+	Q6K_Y_STEP(R11, Y2, Y7)
+
+	ADDQ $210, SI
+	ADDQ $210, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q6yblock
+
+	VEXTRACTF128 $1, Y6, X4
+	VADDPS X4, X6, X4
+	VPERMILPS $0x4e, X4, X5
+	VADDPS X5, X4, X4
+	VMOVSHDUP X4, X5
+	VADDSS X5, X4, X4
+	VMOVSS X4, 0(AX)
+	VEXTRACTF128 $1, Y7, X4
+	VADDPS X4, X7, X4
+	VPERMILPS $0x4e, X4, X5
+	VADDPS X5, X4, X4
+	VMOVSHDUP X4, X5
+	VADDSS X5, X4, X4
+	VMOVSS X4, 4(AX)
+	ADDQ $8, AX
+	MOVQ R11, SI
+	DECQ BX
+	JNZ q6ypair
+
+q6ydone:
+	VZEROUPPER
+	RET

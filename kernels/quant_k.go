@@ -37,8 +37,9 @@ type qactK struct {
 	amxComp []int32
 	amxN    int // tokens amxD and amxComp were made for; 0: none
 	// dq, dp: one token's activations as the one-token Q4_K and Q5_K kernels take them
-	// (prepDecode): each super-block's runs of 32 in the order 0 2 1 3 4 6 5 7, and the sums
-	// of its bsums in pairs (one per run). dec: they are this quantize's.
+	// (prepDecode): the sums of each super-block's bsums in pairs (one per run of 32), and
+	// for the 512-bit kernels its runs in the order 0 2 1 3 4 6 5 7. dec: they are this
+	// quantize's.
 	dq  []int8
 	dp  []int16
 	dec bool
@@ -57,25 +58,32 @@ func SetKQDecode(on bool) (prev bool) {
 }
 
 // prepDecode lays out a one-token quantize's activations for the one-token Q4_K and Q5_K
-// kernels where they run (useVNNI).
+// kernels where they run (useAsmQ8: AVX2; useVNNI: the 512-bit ones).
 func (a *qactK) prepDecode() {
-	if !useVNNI || !kqDecode {
+	if !useAsmQ8 || !kqDecode {
 		return
 	}
 	nb := len(a.d)
-	if cap(a.dq) < nb*256 {
-		a.dq = make([]int8, nb*256)
+	if cap(a.dp) < nb*8 {
 		a.dp = make([]int16, nb*8)
 	}
-	a.dq, a.dp = a.dq[:nb*256], a.dp[:nb*8]
+	a.dp = a.dp[:nb*8]
 	for b := range nb {
-		q, dq := a.q[b*256:][:256], a.dq[b*256:][:256]
-		for k, run := range [8]int{0, 2, 1, 3, 4, 6, 5, 7} {
-			copy(dq[32*k:32*k+32], q[32*run:32*run+32])
-		}
 		bs, dp := a.bsums[b*16:][:16], a.dp[b*8:][:8]
 		for j := range dp {
 			dp[j] = bs[2*j] + bs[2*j+1]
+		}
+	}
+	if useVNNI { // the 512-bit kernels' run order
+		if cap(a.dq) < nb*256 {
+			a.dq = make([]int8, nb*256)
+		}
+		a.dq = a.dq[:nb*256]
+		for b := range nb {
+			q, dq := a.q[b*256:][:256], a.dq[b*256:][:256]
+			for k, run := range [8]int{0, 2, 1, 3, 4, 6, 5, 7} {
+				copy(dq[32*k:32*k+32], q[32*run:32*run+32])
+			}
 		}
 	}
 	a.dec = true
