@@ -68,6 +68,12 @@ func q4KDecodeAVX2(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32
 //go:noescape
 func q6KDecodeAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes int)
 
+// q5KDecodeAVX2 is q5KDecodeZMM in 256-bit registers (kquant_dec_amd64.s), over the same
+// activations as q4KDecodeAVX2. The same bits as q5KRowAVX2 and kqRowsOut.
+//
+//go:noescape
+func q5KDecodeAVX2(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -149,7 +155,7 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 	return true
 }
 
-// kqDecodeRows runs the one-token kernels (q4KDecodeZMM, q6KDecodeZMM) on the rows of
+// kqDecodeRows runs the one-token kernels (q4KDecodeZMM and the rest) on the rows of
 // [lo,hi) they take, two at a time, where they run (useVNNI and kqDecode; Q4_K and Q5_K
 // need the activations prepDecode lays out), and returns the first row left to the row kernels.
 func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
@@ -160,6 +166,8 @@ func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 	switch {
 	case !useVNNI && w.DType == tensor.Q4_K && a.dec:
 		q4KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
+	case !useVNNI && w.DType == tensor.Q5_K && a.dec:
+		q5KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
 	case !useVNNI && w.DType == tensor.Q6_K:
 		q6KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes)
 	case !useVNNI:

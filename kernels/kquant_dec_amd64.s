@@ -854,3 +854,141 @@ q6yblock:
 q6ydone:
 	VZEROUPPER
 	RET
+
+// q5KDecodeAVX2 is q5KDecodeZMM in 256-bit registers, where useAsmQ8 is on and useVNNI is
+// not: q4KDecodeAVX2 with qh's bit j shifted into bit 4 of run j's bytes, q5KRowAVX2's lanes
+// and mins term (acc8 −= (d_x·dmin_w)·float(Σ mn·bsum), fused; out = hsum8(lanes) + acc8).
+
+DATA kqD5M10Y<>+0(SB)/8, $0x1010101010101010
+DATA kqD5M10Y<>+8(SB)/8, $0x1010101010101010
+DATA kqD5M10Y<>+16(SB)/8, $0x1010101010101010
+DATA kqD5M10Y<>+24(SB)/8, $0x1010101010101010
+GLOBL kqD5M10Y<>(SB), RODATA|NOPTR, $32
+
+// Q5K_Y_RUNS is q4KDecodeAVX2's Q4K_Y_RUNS with each run's fifth bit from qh (Y11): bit 2g
+// and 2g+1 moved to bit 4 by op0 $s0 and op1 $s1 (16-bit shifts: no bit crosses into bit 4
+// of the other byte). It uses Y12..Y14.
+#define Q5K_Y_RUNS(B, off, xoff, c0, c1, op0, s0, op1, s1, Ys) \
+	VMOVDQU off(B), Y12; \
+	VPAND Y15, Y12, Y13; \
+	VPSRLW $4, Y12, Y12; \
+	VPAND Y15, Y12, Y12; \
+	op0 $s0, Y11, Y14; \
+	VPAND kqD5M10Y<>(SB), Y14, Y14; \
+	VPOR Y14, Y13, Y13; \
+	op1 $s1, Y11, Y14; \
+	VPAND kqD5M10Y<>(SB), Y14, Y14; \
+	VPOR Y14, Y12, Y12; \
+	VPMADDUBSW xoff(DI), Y13, Y13; \
+	VPSHUFB c0, Y9, Y14; \
+	VPMADDWD Y14, Y13, Y13; \
+	VPADDD Y13, Ys, Ys; \
+	VPMADDUBSW xoff+32(DI), Y12, Y12; \
+	VPSHUFB c1, Y9, Y14; \
+	VPMADDWD Y14, Y12, Y12; \
+	VPADDD Y12, Ys, Ys
+
+// Q5K_Y_ROW is one Q5_K row's super-block at B: Ys its eight lanes of Σ sc·q·x, Xm the four
+// of Σ mn·(bsum pair) (R9). It uses Y8..Y14.
+#define Q5K_Y_ROW(B, Ys, Xm) \
+	VBROADCASTI128 4(B), Y8; \
+	VPSHUFB kqD4UY<>(SB), Y8, Y9; \
+	VPSHUFB kqD4HY<>(SB), Y8, Y10; \
+	VPSRLW $4, Y9, Y11; \
+	VPAND kqD4M1Y<>(SB), Y9, Y9; \
+	VPAND kqD4M2Y<>(SB), Y11, Y11; \
+	VPOR Y11, Y9, Y9; \
+	VPSRLW $2, Y10, Y10; \
+	VPAND kqD4M30Y<>(SB), Y10, Y10; \
+	VPOR Y10, Y9, Y9; \
+	VPSHUFB kqD4Min<>(SB), X9, X10; \
+	VPMADDWD (R9), X10, Xm; \
+	VMOVDQU 16(B), Y11; \
+	VPXOR Ys, Ys, Ys; \
+	Q5K_Y_RUNS(B, 48, 0, kqD4ScY<>+0(SB), kqD4ScY<>+32(SB), VPSLLW, 4, VPSLLW, 3, Ys); \
+	Q5K_Y_RUNS(B, 80, 64, kqD4ScY<>+64(SB), kqD4ScY<>+96(SB), VPSLLW, 2, VPSLLW, 1, Ys); \
+	Q5K_Y_RUNS(B, 112, 128, kqD4ScY<>+128(SB), kqD4ScY<>+160(SB), VPSLLW, 0, VPSRLW, 1, Ys); \
+	Q5K_Y_RUNS(B, 144, 192, kqD4ScY<>+192(SB), kqD4ScY<>+224(SB), VPSRLW, 2, VPSRLW, 3, Ys)
+
+// func q5KDecodeAVX2(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
+TEXT ·q5KDecodeAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q5ydone
+	VMOVDQU kqD4M0FY<>(SB), Y15
+
+q5ypair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ps+32(FP), R9
+	VXORPS Y6, Y6, Y6 // row a's lanes
+	VXORPS Y7, Y7, Y7 // row b's
+	VXORPS X5, X5, X5 // the mins' terms: a in lane 1, b in lane 3
+
+q5yblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	Q5K_Y_ROW(SI, Y0, X1)
+	Q5K_Y_ROW(R11, Y2, X3)
+	// M = [d a, dmin a, d b, dmin b]·d_x
+	VMOVD 0(SI), X4
+	VPINSRD $1, 0(R11), X4, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS (R8), X8
+	VMULPS X8, X4, X4
+	VPHADDD X3, X1, X1
+	VPHADDD X1, X1, X1
+	VPSHUFD $0x50, X1, X1
+	VCVTDQ2PS X1, X1
+	VFNMADD231PS X4, X1, X5
+	VCVTDQ2PS Y0, Y0
+	VBROADCASTSS X4, Y8
+	VFMADD231PS Y8, Y0, Y6
+	VMOVHLPS X4, X4, X9
+	VCVTDQ2PS Y2, Y2
+	VBROADCASTSS X9, Y9
+	VFMADD231PS Y9, Y2, Y7
+
+	ADDQ $176, SI
+	ADDQ $176, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ q5yblock
+
+	VMOVSHDUP X5, X5 // [m a, m a, m b, m b]
+	VEXTRACTF128 $1, Y6, X8
+	VADDPS X8, X6, X8
+	VPERMILPS $0x4e, X8, X9
+	VADDPS X9, X8, X8
+	VMOVSHDUP X8, X9
+	VADDSS X9, X8, X8
+	VADDSS X5, X8, X8
+	VMOVSS X8, 0(AX)
+	VEXTRACTF128 $1, Y7, X8
+	VADDPS X8, X7, X8
+	VPERMILPS $0x4e, X8, X9
+	VADDPS X9, X8, X8
+	VMOVSHDUP X8, X9
+	VADDSS X9, X8, X8
+	VMOVHLPS X5, X5, X5
+	VADDSS X5, X8, X8
+	VMOVSS X8, 4(AX)
+	ADDQ $8, AX
+	MOVQ R11, SI
+	DECQ BX
+	JNZ q5ypair
+
+q5ydone:
+	VZEROUPPER
+	RET
