@@ -155,9 +155,10 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 	return true
 }
 
-// kqDecodeRows runs the one-token kernels (q4KDecodeZMM and the rest) on the rows of
-// [lo,hi) they take, two at a time, where they run (useVNNI and kqDecode; Q4_K and Q5_K
-// need the activations prepDecode lays out), and returns the first row left to the row kernels.
+// kqDecodeRows runs the one-token kernels on the rows of [lo,hi) they take, two at a time,
+// where they run (kqDecode and useAsmQ8: the 512-bit ones where useVNNI is on, else the
+// AVX2 ones; Q4_K and Q5_K need the activations prepDecode lays out), and returns the first
+// row left to the rows kernels.
 func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 	nb, pairs := w.Cols/256, (hi-lo)/2
 	if n != 1 || !useAsmQ8 || !kqDecode || nb == 0 || pairs == 0 {
