@@ -74,6 +74,19 @@ func q6KDecodeAVX2(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32
 //go:noescape
 func q5KDecodeAVX2(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes int)
 
+// q4KFewZMM is q4KDecodeZMM for nt tokens (1 to 8) at once (kquant_dec_amd64.s): token t's
+// activations as prepDecode lays them out at t·nb super-blocks, its results at out[t·stride].
+// Each token gets the bits q4KDecodeZMM gives it alone.
+//
+//go:noescape
+func q4KFewZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes, nt, stride int)
+
+// q6KFewZMM is q6KDecodeZMM for nt tokens (1 to 8) at once (kquant_dec_amd64.s), over
+// quantize's activations; each token gets the bits q6KDecodeZMM gives it alone.
+//
+//go:noescape
+func q6KFewZMM(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes, nt, stride int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -161,8 +174,21 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 // row left to the rows kernels.
 func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 	nb, pairs := w.Cols/256, (hi-lo)/2
-	if n != 1 || !useAsmQ8 || !kqDecode || nb == 0 || pairs == 0 {
+	if n < 1 || !useAsmQ8 || !kqDecode || nb == 0 || pairs == 0 {
 		return lo
+	}
+	if n > 1 {
+		switch {
+		case n > kqFew || !useVNNI:
+			return lo
+		case w.DType == tensor.Q4_K && a.dec:
+			q4KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
+		case w.DType == tensor.Q6_K:
+			q6KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
+		default:
+			return lo
+		}
+		return lo + 2*pairs
 	}
 	switch {
 	case !useVNNI && w.DType == tensor.Q4_K && a.dec:

@@ -992,3 +992,338 @@ q5yblock:
 q5ydone:
 	VZEROUPPER
 	RET
+
+// q4KFewZMM is q4KDecodeZMM for 1 to 8 tokens (a batched decode step, a verify pass): each
+// pair of rows' scales and weights are unpacked once into registers (row a's in Z16..Z23,
+// row b's in Z8..Z11 and Z24..Z27) and multiplied with every token, whose sums are reduced,
+// converted and fused into its own [acc0 a, acc1 a, acc0 b, acc1 b] (in the frame) as in
+// q4KDecodeZMM, so a token's results are the bits a one-token product gives it. Token t's
+// activations are prepDecode's at t·nb super-blocks; its results go to out[t·stride].
+
+// Q4K_FEW_SETUP unpacks the super-block at B: scales S0..S3, weights W0..W3, mins Xm. It
+// uses Z0..Z3.
+#define Q4K_FEW_SETUP(B, S0, S1, S2, S3, W0, W1, W2, W3, Xm) \
+	VBROADCASTI32X4 4(B), Z0; \
+	VPSHUFB Z5, Z0, Z1; \
+	VPSHUFB Z6, Z0, Z2; \
+	VPSRLW $4, Z1, Z3; \
+	VPANDQ Z29, Z1, Z1; \
+	VPTERNLOGQ $0xea, Z1, Z28, Z3; \
+	VPSRLW $2, Z2, Z2; \
+	VPTERNLOGQ $0xea, Z3, Z30, Z2; \
+	VPSHUFB kqD4Sc<>+0(SB), Z2, S0; \
+	VPSHUFB kqD4Sc<>+64(SB), Z2, S1; \
+	VPSHUFB kqD4Sc<>+128(SB), Z2, S2; \
+	VPSHUFB kqD4Sc<>+192(SB), Z2, S3; \
+	VPSHUFB X7, X2, Xm; \
+	VMOVDQU64 16(B), Z0; \
+	VMOVDQU64 80(B), Z1; \
+	VPSRLW $4, Z0, W1; \
+	VPSRLW $4, Z1, W3; \
+	VPANDQ Z31, Z0, W0; \
+	VPANDQ Z31, Z1, W2; \
+	VPANDQ Z31, W1, W1; \
+	VPANDQ Z31, W3, W3
+
+// func q4KFewZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes, nt, stride int)
+TEXT ·q4KFewZMM(SB), NOSPLIT, $160-80
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q4fdone
+	MOVQ nb+8(FP), CX
+	MOVQ CX, DX
+	SHLQ $8, DX
+	MOVQ DX, 128(SP) // a token's stride in q: nb·256 bytes
+	MOVQ CX, DX
+	SHLQ $4, DX
+	MOVQ DX, 136(SP) // in ps: nb·16
+	MOVQ CX, DX
+	SHLQ $2, DX
+	MOVQ DX, 144(SP) // in d: nb·4
+	MOVQ nt+64(FP), R10
+	SHLQ $4, R10 // the accumulators' end: nt·16 bytes at 0(SP)
+	VBROADCASTI32X4 kqD4M0F<>(SB), Z31
+	VBROADCASTI32X4 kqD4M30<>(SB), Z30
+	VBROADCASTI32X4 kqD4M1<>(SB), Z29
+	VBROADCASTI32X4 kqD4M2<>(SB), Z28
+	VBROADCASTI32X4 kqD4U<>(SB), Z5
+	VBROADCASTI32X4 kqD4H<>(SB), Z6
+	VMOVDQU kqD4Min<>(SB), X7
+
+q4fpair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ps+32(FP), R9
+	VXORPS X0, X0, X0
+	XORQ R15, R15
+q4fzero:
+	VMOVUPS X0, 0(SP)(R15*1)
+	ADDQ $16, R15
+	CMPQ R15, R10
+	JLT q4fzero
+
+q4fblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	Q4K_FEW_SETUP(SI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, X14)
+	Q4K_FEW_SETUP(R11, Z8, Z9, Z10, Z11, Z24, Z25, Z26, Z27, X15)
+	// [d a, dmin a, d b, dmin b] as floats
+	VMOVD 0(SI), X13
+	VPINSRD $1, 0(R11), X13, X13
+	VCVTPH2PS X13, X13
+	MOVQ DI, R13
+	MOVQ R9, R14
+	MOVQ R8, DX
+	XORQ R15, R15
+
+q4ftok:
+	VPMADDUBSW 0(R13), Z20, Z0
+	VPMADDUBSW 64(R13), Z21, Z1
+	VPMADDUBSW 128(R13), Z22, Z2
+	VPMADDUBSW 192(R13), Z23, Z3
+	VPMADDWD Z16, Z0, Z0
+	VPDPWSSD Z17, Z1, Z0
+	VPDPWSSD Z18, Z2, Z0
+	VPDPWSSD Z19, Z3, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y0
+	VPMADDWD (R14), X14, X1
+	VPMADDUBSW 0(R13), Z24, Z2
+	VPMADDUBSW 64(R13), Z25, Z3
+	VPMADDUBSW 128(R13), Z26, Z4
+	VPMADDUBSW 192(R13), Z27, Z12
+	VPMADDWD Z8, Z2, Z2
+	VPDPWSSD Z9, Z3, Z2
+	VPDPWSSD Z10, Z4, Z2
+	VPDPWSSD Z11, Z12, Z2
+	VEXTRACTI64X4 $1, Z2, Y3
+	VPADDD Y3, Y2, Y2
+	VPMADDWD (R14), X15, X3
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X2
+	VPADDD X2, X0, X0
+	VCVTDQ2PS X0, X0
+	VBROADCASTSS (DX), X4
+	VMULPS X4, X13, X4
+	VMOVUPS 0(SP)(R15*1), X2
+	VFMADD231PS X4, X0, X2
+	VMOVUPS X2, 0(SP)(R15*1)
+	ADDQ 128(SP), R13
+	ADDQ 136(SP), R14
+	ADDQ 144(SP), DX
+	ADDQ $16, R15
+	CMPQ R15, R10
+	JLT q4ftok
+
+	ADDQ $144, SI
+	ADDQ $144, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ q4fblock
+
+	// out[t·stride + r], out[t·stride + r + 1] = acc0 − acc1 of a and b
+	MOVQ AX, DX
+	XORQ R15, R15
+	MOVQ stride+72(FP), R13
+	SHLQ $2, R13
+q4fout:
+	VMOVUPS 0(SP)(R15*1), X2
+	VMOVSHDUP X2, X4
+	VSUBPS X4, X2, X4
+	VMOVSS X4, 0(DX)
+	VEXTRACTPS $2, X4, 4(DX)
+	ADDQ R13, DX
+	ADDQ $16, R15
+	CMPQ R15, R10
+	JLT q4fout
+	ADDQ $8, AX
+	MOVQ R11, SI
+	DECQ BX
+	JNZ q4fpair
+
+q4fdone:
+	VZEROUPPER
+	RET
+
+// q6KFewZMM is q6KDecodeZMM for 1 to 8 tokens: each pair of rows' scales and weights are
+// unpacked once into registers (row a's in Z16..Z23 with its scale words in Y12, row b's in
+// Z8..Z11, Z24..Z27 and Y13) and multiplied with every token, whose sixteen lanes are
+// converted and fused into its own accumulators (in the frame) as in q6KDecodeZMM: a
+// token's results are the bits a one-token product gives it. Token t's activations are
+// quantize's at t·nb super-blocks (its bsums likewise); its results go to out[t·stride].
+
+// Q6K_FEW_SETUP unpacks the super-block at B: scales S0..S3 (VPERMW of the scale words Ysc,
+// which it keeps), weights W0..W3. It uses Z0, Z1, Z3..Z5.
+#define Q6K_FEW_SETUP(B, S0, S1, S2, S3, W0, W1, W2, W3, Ysc, Zsc) \
+	VPMOVSXBW 192(B), Ysc; \
+	VMOVDQU64 kqD6Idx<>(SB), Z3; \
+	VPERMW Zsc, Z3, S0; \
+	VPBROADCASTQ kqD6Four<>(SB), Z4; \
+	VPADDW Z4, Z3, Z3; \
+	VPERMW Zsc, Z3, S1; \
+	VPADDW Z4, Z3, Z3; \
+	VPERMW Zsc, Z3, S2; \
+	VPADDW Z4, Z3, Z3; \
+	VPERMW Zsc, Z3, S3; \
+	VMOVDQU64 0(B), Z0; \
+	VBROADCASTI64X4 128(B), Z1; \
+	VPANDQ Z31, Z0, Z5; \
+	VPSLLVQ Z28, Z1, W0; \
+	VPTERNLOGQ $0xea, Z5, Z30, W0; \
+	VPSRLW $4, Z0, Z0; \
+	VPANDQ Z31, Z0, Z5; \
+	VPSRLVQ Z29, Z1, W1; \
+	VPTERNLOGQ $0xea, Z5, Z30, W1; \
+	VMOVDQU64 64(B), Z0; \
+	VBROADCASTI64X4 160(B), Z1; \
+	VPANDQ Z31, Z0, Z5; \
+	VPSLLVQ Z28, Z1, W2; \
+	VPTERNLOGQ $0xea, Z5, Z30, W2; \
+	VPSRLW $4, Z0, Z0; \
+	VPANDQ Z31, Z0, Z5; \
+	VPSRLVQ Z29, Z1, W3; \
+	VPTERNLOGQ $0xea, Z5, Z30, W3
+
+// Q6K_FEW_DOT is one row's lanes for the token at R13 (bsums at R14) into Yr: weights
+// W0..W3, scales S0..S3, scale words Ysc. It uses Zt0, Zt1, Zt2, Zt3 (Yt1 their Y forms).
+#define Q6K_FEW_DOT(S0, S1, S2, S3, W0, W1, W2, W3, Ysc, Zr, Yr, Zt1, Yt1, Zt2, Zt3) \
+	VPMADDUBSW 0(R13), W0, Zr; \
+	VPMADDUBSW 64(R13), W1, Zt1; \
+	VPMADDUBSW 128(R13), W2, Zt2; \
+	VPMADDUBSW 192(R13), W3, Zt3; \
+	VPMADDWD S0, Zr, Zr; \
+	VPDPWSSD S1, Zt1, Zr; \
+	VPDPWSSD S2, Zt2, Zr; \
+	VPDPWSSD S3, Zt3, Zr; \
+	VEXTRACTI64X4 $1, Zr, Yt1; \
+	VPADDD Yt1, Yr, Yr; \
+	VPMADDWD (R14), Ysc, Yt1; \
+	VPSLLD $5, Yt1, Yt1; \
+	VPSUBD Yt1, Yr, Yr
+
+// func q6KFewZMM(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes, nt, stride int)
+TEXT ·q6KFewZMM(SB), NOSPLIT, $544-80
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q6fdone
+	MOVQ nb+8(FP), CX
+	MOVQ CX, DX
+	SHLQ $8, DX
+	MOVQ DX, 512(SP) // a token's stride in q: nb·256 bytes
+	MOVQ CX, DX
+	SHLQ $5, DX
+	MOVQ DX, 520(SP) // in bs: nb·32
+	MOVQ CX, DX
+	SHLQ $2, DX
+	MOVQ DX, 528(SP) // in d: nb·4
+	MOVQ nt+64(FP), R10
+	SHLQ $6, R10 // the accumulators' end: nt·64 bytes at 0(SP)
+	VBROADCASTI32X4 kqD4M0F<>(SB), Z31
+	VBROADCASTI32X4 kqD4M30<>(SB), Z30
+	VMOVDQU64 kqD6Shr<>(SB), Z29
+	VMOVDQU64 kqD6Shl<>(SB), Z28
+
+q6fpair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ bs+32(FP), R9
+	VPXORQ Z0, Z0, Z0
+	XORQ R15, R15
+q6fzero:
+	VMOVUPS Z0, 0(SP)(R15*1)
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q6fzero
+
+q6fblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4288(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	PREFETCHT1 4288(R11)
+	Q6K_FEW_SETUP(SI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Y12, Z12)
+	Q6K_FEW_SETUP(R11, Z8, Z9, Z10, Z11, Z24, Z25, Z26, Z27, Y13, Z13)
+	// [d_w a ×8 | d_w b ×8]
+	VPBROADCASTW 208(SI), X2
+	VPBROADCASTW 208(R11), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VCVTPH2PS Y2, Z2
+	MOVQ DI, R13
+	MOVQ R9, R14
+	MOVQ R8, DX
+	XORQ R15, R15
+
+q6ftok:
+	Q6K_FEW_DOT(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Y12, Z0, Y0, Z1, Y1, Z6, Z7)
+	Q6K_FEW_DOT(Z8, Z9, Z10, Z11, Z24, Z25, Z26, Z27, Y13, Z14, Y14, Z15, Y15, Z4, Z5)
+	VINSERTI64X4 $1, Y14, Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	VBROADCASTSS (DX), Z3
+	VMULPS Z3, Z2, Z3
+	VMOVUPS 0(SP)(R15*1), Z4
+	VFMADD231PS Z3, Z0, Z4
+	VMOVUPS Z4, 0(SP)(R15*1)
+	ADDQ 512(SP), R13
+	ADDQ 520(SP), R14
+	ADDQ 528(SP), DX
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q6ftok
+
+	ADDQ $210, SI
+	ADDQ $210, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ q6fblock
+
+	// hsum8 of each row's lanes, token by token, to out[t·stride + r] and + r + 1
+	MOVQ AX, DX
+	XORQ R15, R15
+	MOVQ stride+72(FP), R13
+	SHLQ $2, R13
+q6fout:
+	VMOVUPS 0(SP)(R15*1), Z4
+	VSHUFF32X4 $0xb1, Z4, Z4, Z5
+	VADDPS Z5, Z4, Z4
+	VPERMILPS $0x4e, Z4, Z5
+	VADDPS Z5, Z4, Z4
+	VMOVSHDUP Z4, Z5
+	VADDPS Z5, Z4, Z4
+	VMOVSS X4, 0(DX)
+	VEXTRACTF32X4 $2, Z4, X5
+	VMOVSS X5, 4(DX)
+	ADDQ R13, DX
+	ADDQ $64, R15
+	CMPQ R15, R10
+	JLT q6fout
+	ADDQ $8, AX
+	MOVQ R11, SI
+	DECQ BX
+	JNZ q6fpair
+
+q6fdone:
+	VZEROUPPER
+	RET

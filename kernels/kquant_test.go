@@ -25,12 +25,13 @@ func TestKQuantRowsEveryISA(t *testing.T) {
 			for _, shape := range [][2]int{{37, 256}, {5, 768}, {19, 3072}} {
 				rows, cols := shape[0], shape[1]
 				w, deq := randMat(t, rng, dt, rows, cols)
-				decoded := false
-				for _, n := range []int{1, 1, 3, 8, 9, 17} {
-					// n = 1 twice: the second time laid out for the one-token kernel
-					// (prepDecode, as a decode product does), the first for the row kernels.
-					dec := n == 1 && decoded
-					decoded = n == 1
+				decoded := map[int]bool{}
+				for _, n := range []int{1, 1, 3, 3, 7, 7, 8, 9, 17} {
+					// 1, 3 and 7 tokens twice: the second time laid out for the decode
+					// kernels (prepDecode, as a product of up to kqFew tokens does), the
+					// first for the row kernels.
+					dec := decoded[n]
+					decoded[n] = true
 					t.Run(fmt.Sprintf("%v/%v/%dx%d/n%d/dec=%v", isa, dt, rows, cols, n, dec), func(t *testing.T) {
 						x := randVec(rng, n*cols)
 						var a qactK

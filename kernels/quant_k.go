@@ -57,6 +57,11 @@ func SetKQDecode(on bool) (prev bool) {
 	return prev
 }
 
+// kqFew is the most tokens a Q4_K product passes to q4KFewZMM (where useVNNI is on) rather
+// than to the prefill tile and the rows kernels: a batched decode step, a verify pass of
+// drafted tokens.
+const kqFew = 7
+
 // prepDecode lays out a one-token quantize's activations for the one-token Q4_K and Q5_K
 // kernels where they run (useAsmQ8: AVX2; useVNNI: the 512-bit ones).
 func (a *qactK) prepDecode() {

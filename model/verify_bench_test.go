@@ -21,7 +21,8 @@ import (
 // in every iteration without something under study (old) and then with it (new), and the
 // medians of each are reported in ms, so the two are compared in the same moments of a
 // shared machine: TOKENWISE_VERIFY_AB=smalln (the default) the small-n product kernels,
-// shared the attention of a KV head's queries in one pass (sharedUnits). The models: the GGUF files in TOKENWISE_VERIFY_GGUF (comma-separated),
+// shared the attention of a KV head's queries in one pass (sharedUnits), kqdecode the
+// k-quant decode kernels (kernels.SetKQDecode: one token, and Q4_K's few-token kernel). The models: the GGUF files in TOKENWISE_VERIFY_GGUF (comma-separated),
 // else SmolLM2-135M Q4_1 from the refs; one worker unless TOKENWISE_VERIFY_THREADS says:
 //
 //	TOKENWISE_VERIFY_GGUF=a.gguf,b.gguf go test ./model -run '^$' -bench VerifyPass -benchtime 40x
@@ -72,8 +73,12 @@ func BenchmarkVerifyPass(b *testing.B) {
 				defer kernels.SetSmallN(kernels.SetSmallN(true))
 				defer func(v bool) { sharedAttn = v }(sharedAttn)
 				ab := func(on bool) { kernels.SetSmallN(on) }
-				if os.Getenv("TOKENWISE_VERIFY_AB") == "shared" {
+				switch os.Getenv("TOKENWISE_VERIFY_AB") {
+				case "shared":
 					ab = func(on bool) { sharedAttn = on }
+				case "kqdecode":
+					defer kernels.SetKQDecode(kernels.SetKQDecode(true))
+					ab = func(on bool) { kernels.SetKQDecode(on) }
 				}
 				ch := []Chunk{{Tokens: ids[prompt : prompt+n], Start: prompt, Blocks: blocks, LogitsAt: at}}
 				var times [2][]time.Duration
