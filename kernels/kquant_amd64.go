@@ -148,6 +148,12 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 			// put acc on the heap, 8 KiB per call (the garbage collector then took half of a
 			// Qwen3-0.6B Q4_K_M decode step).
 			row, q, d, bs := &w.Data[r0*w.rowBytes], &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16]
+			if w.DType == tensor.Q6_K && useVNNI && kqDecode && nr%2 == 0 {
+				// A prompt's Q6_K products (no 512-bit tile for them): the few-token
+				// kernel, eight tokens at a time, writes out itself.
+				q6KFewZMM(row, nb, q, d, bs, &out[t0*rows+r0], nr/2, w.rowBytes, nt, rows)
+				continue
+			}
 			switch {
 			case w.DType == tensor.Q4_K && useVNNI:
 				q4KRowZMM(row, nb, q, d, bs, nt, &acc[0], nr, w.rowBytes)
