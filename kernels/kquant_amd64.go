@@ -87,6 +87,12 @@ func q4KFewZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pa
 //go:noescape
 func q6KFewZMM(w *byte, nb int, q *int8, d *float32, bs *int16, out *float32, pairs, rowBytes, nt, stride int)
 
+// q5KFewZMM is q5KDecodeZMM for nt tokens (1 to 8) at once (kquant_dec_amd64.s), over
+// prepDecode's activations; each token gets the bits q5KDecodeZMM gives it alone.
+//
+//go:noescape
+func q5KFewZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes, nt, stride int)
+
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
 // them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
@@ -148,11 +154,17 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 			// put acc on the heap, 8 KiB per call (the garbage collector then took half of a
 			// Qwen3-0.6B Q4_K_M decode step).
 			row, q, d, bs := &w.Data[r0*w.rowBytes], &a.q[t0*nb*256], &a.d[t0*nb], &a.bsums[t0*nb*16]
-			if w.DType == tensor.Q6_K && useVNNI && kqDecode && nr%2 == 0 {
-				// A prompt's Q6_K products (no 512-bit tile for them): the few-token
-				// kernel, eight tokens at a time, writes out itself.
-				q6KFewZMM(row, nb, q, d, bs, &out[t0*rows+r0], nr/2, w.rowBytes, nt, rows)
-				continue
+			if useVNNI && kqDecode && nr%2 == 0 {
+				// A prompt's Q6_K and Q5_K products (no 512-bit tile for them): the
+				// few-token kernels, eight tokens at a time, write out themselves.
+				switch {
+				case w.DType == tensor.Q6_K:
+					q6KFewZMM(row, nb, q, d, bs, &out[t0*rows+r0], nr/2, w.rowBytes, nt, rows)
+					continue
+				case w.DType == tensor.Q5_K && a.dec:
+					q5KFewZMM(row, nb, &a.dq[t0*nb*256], d, &a.dp[t0*nb*8], &out[t0*rows+r0], nr/2, w.rowBytes, nt, rows)
+					continue
+				}
 			}
 			switch {
 			case w.DType == tensor.Q4_K && useVNNI:
@@ -189,6 +201,8 @@ func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 			return lo
 		case w.DType == tensor.Q4_K && a.dec:
 			q4KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
+		case w.DType == tensor.Q5_K && a.dec:
+			q5KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
 		case w.DType == tensor.Q6_K:
 			q6KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
 		default:

@@ -1327,3 +1327,194 @@ q6fout:
 q6fdone:
 	VZEROUPPER
 	RET
+
+// q5KFewZMM is q5KDecodeZMM for 1 to 8 tokens, as q4KFewZMM is q4KDecodeZMM's: each pair of
+// rows unpacked once into registers, every token's lanes and mins' terms fused into its own
+// accumulators (80 bytes a token in the frame: the two rows' sixteen lanes, then the mins'
+// [_, a, _, b]), the bits q5KDecodeZMM gives each token alone.
+
+// Q5K_FEW_SETUP: Q4K_FEW_SETUP's scales, and the weights with qh's bits (Z4: 0x10). It
+// uses Z0..Z3.
+#define Q5K_FEW_SETUP(B, S0, S1, S2, S3, W0, W1, W2, W3, Xm) \
+	VBROADCASTI32X4 4(B), Z0; \
+	VPSHUFB Z5, Z0, Z1; \
+	VPSHUFB Z6, Z0, Z2; \
+	VPSRLW $4, Z1, Z3; \
+	VPANDQ Z29, Z1, Z1; \
+	VPTERNLOGQ $0xea, Z1, Z28, Z3; \
+	VPSRLW $2, Z2, Z2; \
+	VPTERNLOGQ $0xea, Z3, Z30, Z2; \
+	VPSHUFB kqD4Sc<>+0(SB), Z2, S0; \
+	VPSHUFB kqD4Sc<>+64(SB), Z2, S1; \
+	VPSHUFB kqD4Sc<>+128(SB), Z2, S2; \
+	VPSHUFB kqD4Sc<>+192(SB), Z2, S3; \
+	VPSHUFB X7, X2, Xm; \
+	VMOVDQU64 48(B), Z0; \
+	VMOVDQU64 112(B), Z1; \
+	VBROADCASTI64X4 16(B), Z2; \
+	VPANDQ Z31, Z0, Z3; \
+	VPROLVQ kqD5Rot<>+0(SB), Z2, W0; \
+	VPTERNLOGQ $0xea, Z3, Z4, W0; \
+	VPSRLW $4, Z0, Z0; \
+	VPANDQ Z31, Z0, Z3; \
+	VPROLVQ kqD5Rot<>+64(SB), Z2, W1; \
+	VPTERNLOGQ $0xea, Z3, Z4, W1; \
+	VPANDQ Z31, Z1, Z3; \
+	VPROLVQ kqD5Rot<>+128(SB), Z2, W2; \
+	VPTERNLOGQ $0xea, Z3, Z4, W2; \
+	VPSRLW $4, Z1, Z1; \
+	VPANDQ Z31, Z1, Z3; \
+	VPROLVQ kqD5Rot<>+192(SB), Z2, W3; \
+	VPTERNLOGQ $0xea, Z3, Z4, W3
+
+// func q5KFewZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pairs, rowBytes, nt, stride int)
+TEXT ·q5KFewZMM(SB), NOSPLIT, $672-80
+	MOVQ w+0(FP), SI
+	MOVQ out+40(FP), AX
+	MOVQ pairs+48(FP), BX
+	MOVQ rowBytes+56(FP), R12
+	TESTQ BX, BX
+	JZ q5fdone
+	MOVQ nb+8(FP), CX
+	MOVQ CX, DX
+	SHLQ $8, DX
+	MOVQ DX, 640(SP) // a token's stride in q: nb·256 bytes
+	MOVQ CX, DX
+	SHLQ $4, DX
+	MOVQ DX, 648(SP) // in ps: nb·16
+	MOVQ CX, DX
+	SHLQ $2, DX
+	MOVQ DX, 656(SP) // in d: nb·4
+	MOVQ nt+64(FP), R10
+	IMULQ $80, R10 // the accumulators' end: nt·80 bytes at 0(SP)
+	VBROADCASTI32X4 kqD4M0F<>(SB), Z31
+	VBROADCASTI32X4 kqD4M30<>(SB), Z30
+	VBROADCASTI32X4 kqD4M1<>(SB), Z29
+	VBROADCASTI32X4 kqD4M2<>(SB), Z28
+	VBROADCASTI32X4 kqD4U<>(SB), Z5
+	VBROADCASTI32X4 kqD4H<>(SB), Z6
+	VMOVDQU kqD4Min<>(SB), X7
+	VBROADCASTI32X4 kqD5M10<>(SB), Z4
+
+q5fpair:
+	LEAQ (SI)(R12*1), R11 // row b
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), R8
+	MOVQ ps+32(FP), R9
+	VPXORQ Z0, Z0, Z0
+	XORQ R15, R15
+q5fzero:
+	VMOVUPS Z0, 0(SP)(R15*1)
+	VMOVUPS X0, 64(SP)(R15*1)
+	ADDQ $80, R15
+	CMPQ R15, R10
+	JLT q5fzero
+
+q5fblock:
+	PREFETCHT1 4096(SI)
+	PREFETCHT1 4160(SI)
+	PREFETCHT1 4224(SI)
+	PREFETCHT1 4096(R11)
+	PREFETCHT1 4160(R11)
+	PREFETCHT1 4224(R11)
+	Q5K_FEW_SETUP(SI, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, X14)
+	Q5K_FEW_SETUP(R11, Z8, Z9, Z10, Z11, Z24, Z25, Z26, Z27, X15)
+	// [d a, dmin a, d b, dmin b] as floats
+	VMOVD 0(SI), X13
+	VPINSRD $1, 0(R11), X13, X13
+	VCVTPH2PS X13, X13
+	MOVQ DI, R13
+	MOVQ R9, R14
+	MOVQ R8, DX
+	XORQ R15, R15
+
+q5ftok:
+	VPMADDUBSW 0(R13), Z20, Z0
+	VPMADDUBSW 64(R13), Z21, Z1
+	VPMADDUBSW 128(R13), Z22, Z2
+	VPMADDUBSW 192(R13), Z23, Z3
+	VPMADDWD Z16, Z0, Z0
+	VPDPWSSD Z17, Z1, Z0
+	VPDPWSSD Z18, Z2, Z0
+	VPDPWSSD Z19, Z3, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD Y1, Y0, Y1 // row a's lanes
+	VPMADDUBSW 0(R13), Z24, Z0
+	VPMADDUBSW 64(R13), Z25, Z2
+	VPMADDUBSW 128(R13), Z26, Z3
+	VPMADDUBSW 192(R13), Z27, Z12
+	VPMADDWD Z8, Z0, Z0
+	VPDPWSSD Z9, Z2, Z0
+	VPDPWSSD Z10, Z3, Z0
+	VPDPWSSD Z11, Z12, Z0
+	VEXTRACTI64X4 $1, Z0, Y3
+	VPADDD Y3, Y0, Y2 // row b's
+	// the mins: [Σ a, Σ a, Σ b, Σ b]; lanes 1 and 3 −= that·M (M = X13·d_x), fused
+	VPMADDWD (R14), X14, X0
+	VPMADDWD (R14), X15, X3
+	VPHADDD X3, X0, X0
+	VPHADDD X0, X0, X0
+	VPSHUFD $0x50, X0, X0
+	VCVTDQ2PS X0, X0
+	VBROADCASTSS (DX), X3
+	VMULPS X3, X13, X3
+	VMOVUPS 64(SP)(R15*1), X12
+	VFNMADD231PS X3, X0, X12
+	VMOVUPS X12, 64(SP)(R15*1)
+	// the lanes
+	VINSERTI64X4 $1, Y2, Z1, Z1
+	VCVTDQ2PS Z1, Z1
+	VMOVDQU64 kqD5Lanes<>(SB), Z2
+	VPERMPS Z3, Z2, Z12
+	VMOVUPS 0(SP)(R15*1), Z0
+	VFMADD231PS Z12, Z1, Z0
+	VMOVUPS Z0, 0(SP)(R15*1)
+	ADDQ 640(SP), R13
+	ADDQ 648(SP), R14
+	ADDQ 656(SP), DX
+	ADDQ $80, R15
+	CMPQ R15, R10
+	JLT q5ftok
+
+	ADDQ $176, SI
+	ADDQ $176, R11
+	ADDQ $256, DI
+	ADDQ $4, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ q5fblock
+
+	// per token: hsum8 of each row's lanes plus its mins' term, to out[t·stride + r], + r + 1
+	MOVQ AX, DX
+	XORQ R15, R15
+	MOVQ stride+72(FP), R13
+	SHLQ $2, R13
+q5fout:
+	VMOVUPS 0(SP)(R15*1), Z0
+	VSHUFF32X4 $0xb1, Z0, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VPERMILPS $0x4e, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VMOVSHDUP Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VEXTRACTF32X4 $2, Z0, X1
+	VMOVUPS 64(SP)(R15*1), X2
+	VMOVSHDUP X2, X2 // [m a, m a, m b, m b]
+	VADDSS X2, X0, X0
+	VMOVSS X0, 0(DX)
+	VMOVHLPS X2, X2, X2
+	VADDSS X2, X1, X1
+	VMOVSS X1, 4(DX)
+	ADDQ R13, DX
+	ADDQ $80, R15
+	CMPQ R15, R10
+	JLT q5fout
+	ADDQ $8, AX
+	MOVQ R11, SI
+	DECQ BX
+	JNZ q5fpair
+
+q5fdone:
+	VZEROUPPER
+	RET

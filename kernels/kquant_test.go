@@ -26,9 +26,9 @@ func TestKQuantRowsEveryISA(t *testing.T) {
 				rows, cols := shape[0], shape[1]
 				w, deq := randMat(t, rng, dt, rows, cols)
 				decoded := map[int]bool{}
-				for _, n := range []int{1, 1, 3, 3, 7, 7, 8, 9, 17} {
-					// 1, 3 and 7 tokens twice: the second time laid out for the decode
-					// kernels (prepDecode, as a product of up to kqFew tokens does), the
+				for _, n := range []int{1, 1, 3, 3, 7, 7, 8, 9, 17, 17} {
+					// 1, 3, 7 and 17 tokens twice: the second time laid out for the decode
+					// and few-token kernels (prepDecode, as a product does where they take it), the
 					// first for the row kernels.
 					dec := decoded[n]
 					decoded[n] = true

@@ -91,7 +91,7 @@ func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 	case w.DType == tensor.Q4_K || w.DType == tensor.Q5_K || w.DType == tensor.Q6_K:
 		a := &s.actK
 		a.quantize(x)
-		if n == 1 && (w.DType == tensor.Q4_K || w.DType == tensor.Q5_K) || n <= kqFew && w.DType == tensor.Q4_K {
+		if n <= kqFew && w.DType == tensor.Q4_K || w.DType == tensor.Q5_K {
 			a.prepDecode()
 		}
 		prepareAMX(w, a, n)
