@@ -83,23 +83,30 @@ DATA kqD4Min<>+0(SB)/8, $0x8007800680058004
 DATA kqD4Min<>+8(SB)/8, $0x800f800e800d800c
 GLOBL kqD4Min<>(SB), RODATA|NOPTR, $16
 
+// K4D_SCALES unpacks a Q4_K or Q5_K super-block's scales and mins from its bytes 4..19 at B
+// (one 16-byte broadcast; Zb, Zu, Zt are temporaries, R ends in Zr, Xr its low lane) into the
+// four weight vectors' int16 scales S0..S3 and the eight mins widened to int16 in Xmw, with
+// the constants Z5, Z6 (U, H), Z28..Z30 (M2, M1, 0x30) and X7 (kqD4Min) the kernels load.
+#define K4D_SCALES(B, Zb, Zu, Zr, Xr, Zt, S0, S1, S2, S3, Xmw) \
+	VBROADCASTI32X4 4(B), Zb; \
+	VPSHUFB Z5, Zb, Zu; \
+	VPSHUFB Z6, Zb, Zr; \
+	VPSRLW $4, Zu, Zt; \
+	VPANDQ Z29, Zu, Zu; \
+	VPTERNLOGQ $0xea, Zu, Z28, Zt; \
+	VPSRLW $2, Zr, Zr; \
+	VPTERNLOGQ $0xea, Zt, Z30, Zr; \
+	VPSHUFB kqD4Sc<>+0(SB), Zr, S0; \
+	VPSHUFB kqD4Sc<>+64(SB), Zr, S1; \
+	VPSHUFB kqD4Sc<>+128(SB), Zr, S2; \
+	VPSHUFB kqD4Sc<>+192(SB), Zr, S3; \
+	VPSHUFB X7, Xr, Xmw
+
 // Q4K_DEC_ROW is one row's super-block at B: Ys gets the eight lanes of Σ sc·q·x (the upper
 // half folded onto the lower) and Xm the four lanes of Σ mn·(bsum pair) (R9: the token's
 // pair sums; DI its permuted quants). It uses Z8..Z12 and Z16..Z27.
 #define Q4K_DEC_ROW(B, Ys, Xm) \
-	VBROADCASTI32X4 4(B), Z8; \
-	VPSHUFB Z5, Z8, Z9; \
-	VPSHUFB Z6, Z8, Z10; \
-	VPSRLW $4, Z9, Z11; \
-	VPANDQ Z29, Z9, Z9; \
-	VPTERNLOGQ $0xea, Z9, Z28, Z11; \
-	VPSRLW $2, Z10, Z10; \
-	VPTERNLOGQ $0xea, Z11, Z30, Z10; \
-	VPSHUFB kqD4Sc<>+0(SB), Z10, Z16; \
-	VPSHUFB kqD4Sc<>+64(SB), Z10, Z17; \
-	VPSHUFB kqD4Sc<>+128(SB), Z10, Z18; \
-	VPSHUFB kqD4Sc<>+192(SB), Z10, Z19; \
-	VPSHUFB X7, X10, X12; \
+	K4D_SCALES(B, Z8, Z9, Z10, X10, Z11, Z16, Z17, Z18, Z19, X12); \
 	VPMADDWD (R9), X12, Xm; \
 	VMOVDQU64 16(B), Z20; \
 	VMOVDQU64 80(B), Z22; \
@@ -397,19 +404,7 @@ GLOBL kqD5M10<>(SB), RODATA|NOPTR, $16
 // Q5K_DEC_ROW is one Q5_K row's super-block at B: Ys its eight lanes of Σ sc·q·x (folded),
 // Xm the four lanes of Σ mn·(bsum pair). It uses Z8..Z12 and Z16..Z27.
 #define Q5K_DEC_ROW(B, Ys, Xm) \
-	VBROADCASTI32X4 4(B), Z8; \
-	VPSHUFB Z5, Z8, Z9; \
-	VPSHUFB Z6, Z8, Z10; \
-	VPSRLW $4, Z9, Z11; \
-	VPANDQ Z29, Z9, Z9; \
-	VPTERNLOGQ $0xea, Z9, Z28, Z11; \
-	VPSRLW $2, Z10, Z10; \
-	VPTERNLOGQ $0xea, Z11, Z30, Z10; \
-	VPSHUFB kqD4Sc<>+0(SB), Z10, Z16; \
-	VPSHUFB kqD4Sc<>+64(SB), Z10, Z17; \
-	VPSHUFB kqD4Sc<>+128(SB), Z10, Z18; \
-	VPSHUFB kqD4Sc<>+192(SB), Z10, Z19; \
-	VPSHUFB X7, X10, X12; \
+	K4D_SCALES(B, Z8, Z9, Z10, X10, Z11, Z16, Z17, Z18, Z19, X12); \
 	VPMADDWD (R9), X12, Xm; \
 	VMOVDQU64 48(B), Z8; \
 	VMOVDQU64 112(B), Z10; \
@@ -1003,19 +998,7 @@ q5ydone:
 // Q4K_FEW_SETUP unpacks the super-block at B: scales S0..S3, weights W0..W3, mins Xm. It
 // uses Z0..Z3.
 #define Q4K_FEW_SETUP(B, S0, S1, S2, S3, W0, W1, W2, W3, Xm) \
-	VBROADCASTI32X4 4(B), Z0; \
-	VPSHUFB Z5, Z0, Z1; \
-	VPSHUFB Z6, Z0, Z2; \
-	VPSRLW $4, Z1, Z3; \
-	VPANDQ Z29, Z1, Z1; \
-	VPTERNLOGQ $0xea, Z1, Z28, Z3; \
-	VPSRLW $2, Z2, Z2; \
-	VPTERNLOGQ $0xea, Z3, Z30, Z2; \
-	VPSHUFB kqD4Sc<>+0(SB), Z2, S0; \
-	VPSHUFB kqD4Sc<>+64(SB), Z2, S1; \
-	VPSHUFB kqD4Sc<>+128(SB), Z2, S2; \
-	VPSHUFB kqD4Sc<>+192(SB), Z2, S3; \
-	VPSHUFB X7, X2, Xm; \
+	K4D_SCALES(B, Z0, Z1, Z2, X2, Z3, S0, S1, S2, S3, Xm); \
 	VMOVDQU64 16(B), Z0; \
 	VMOVDQU64 80(B), Z1; \
 	VPSRLW $4, Z0, W1; \
@@ -1336,19 +1319,7 @@ q6fdone:
 // Q5K_FEW_SETUP: Q4K_FEW_SETUP's scales, and the weights with qh's bits (Z4: 0x10). It
 // uses Z0..Z3.
 #define Q5K_FEW_SETUP(B, S0, S1, S2, S3, W0, W1, W2, W3, Xm) \
-	VBROADCASTI32X4 4(B), Z0; \
-	VPSHUFB Z5, Z0, Z1; \
-	VPSHUFB Z6, Z0, Z2; \
-	VPSRLW $4, Z1, Z3; \
-	VPANDQ Z29, Z1, Z1; \
-	VPTERNLOGQ $0xea, Z1, Z28, Z3; \
-	VPSRLW $2, Z2, Z2; \
-	VPTERNLOGQ $0xea, Z3, Z30, Z2; \
-	VPSHUFB kqD4Sc<>+0(SB), Z2, S0; \
-	VPSHUFB kqD4Sc<>+64(SB), Z2, S1; \
-	VPSHUFB kqD4Sc<>+128(SB), Z2, S2; \
-	VPSHUFB kqD4Sc<>+192(SB), Z2, S3; \
-	VPSHUFB X7, X2, Xm; \
+	K4D_SCALES(B, Z0, Z1, Z2, X2, Z3, S0, S1, S2, S3, Xm); \
 	VMOVDQU64 48(B), Z0; \
 	VMOVDQU64 112(B), Z1; \
 	VBROADCASTI64X4 16(B), Z2; \
