@@ -236,11 +236,34 @@ DATA kqD6Shr<>+48(SB)/8, $2
 DATA kqD6Shr<>+56(SB)/8, $2
 GLOBL kqD6Shr<>(SB), RODATA|NOPTR, $64
 
+// Q6D_WEIGHTS unpacks a Q6_K super-block's quants at B into W0..W3: [run 4h | run 4h+1]
+// from the low nibbles of ql[64h:] and qh's bits 0-3, [run 4h+2 | run 4h+3] from the high
+// nibbles and bits 4-7 (VPTERNLOGQ $0xea: (a & b) | c), with the constants Z28, Z29 (the
+// qh shifts), Z30 (0x30) and Z31 (0x0f). Zq, Zh, Ta, Tb are temporaries.
+#define Q6D_WEIGHTS(B, Zq, Zh, Ta, Tb, W0, W1, W2, W3) \
+	VMOVDQU64 0(B), Zq; \
+	VBROADCASTI64X4 128(B), Zh; \
+	VPANDQ Z31, Zq, Ta; \
+	VPSLLVQ Z28, Zh, W0; \
+	VPTERNLOGQ $0xea, Ta, Z30, W0; \
+	VPSRLW $4, Zq, Zq; \
+	VPANDQ Z31, Zq, Tb; \
+	VPSRLVQ Z29, Zh, W1; \
+	VPTERNLOGQ $0xea, Tb, Z30, W1; \
+	VMOVDQU64 64(B), Zq; \
+	VBROADCASTI64X4 160(B), Zh; \
+	VPANDQ Z31, Zq, Ta; \
+	VPSLLVQ Z28, Zh, W2; \
+	VPTERNLOGQ $0xea, Ta, Z30, W2; \
+	VPSRLW $4, Zq, Zq; \
+	VPANDQ Z31, Zq, Tb; \
+	VPSRLVQ Z29, Zh, W3; \
+	VPTERNLOGQ $0xea, Tb, Z30, W3
+
 // Q6K_DEC_ROW is one row's super-block at B: Yr gets its eight integer lanes, Σ sc·q·x over
 // bytes 4k..4k+3 of every run less 32·(bs_2k·sc_2k + bs_2k+1·sc_2k+1) (q6KRowZMM's lanes;
-// DI the token's quants, R9 its bsums). Weight vectors: [run 4h | run 4h+1] from the low
-// nibbles of ql[64h:] and qh's bits 0-3, [run 4h+2 | run 4h+3] from the high nibbles and
-// bits 4-7 (VPTERNLOGQ $0xea: (a & b) | c). It uses Z8..Z13 and Z16..Z27.
+// DI the token's quants, R9 its bsums; the weights from Q6D_WEIGHTS). It uses Z8..Z13 and
+// Z16..Z27.
 #define Q6K_DEC_ROW(B, Yr) \
 	VPMOVSXBW 192(B), Y13; \
 	VPERMW Z13, Z2, Z16; \
@@ -249,24 +272,7 @@ GLOBL kqD6Shr<>(SB), RODATA|NOPTR, $64
 	VPERMW Z13, Z5, Z19; \
 	VPMADDWD (R9), Y13, Y13; \
 	VPSLLD $5, Y13, Y13; \
-	VMOVDQU64 0(B), Z8; \
-	VBROADCASTI64X4 128(B), Z9; \
-	VPANDQ Z31, Z8, Z10; \
-	VPSLLVQ Z28, Z9, Z20; \
-	VPTERNLOGQ $0xea, Z10, Z30, Z20; \
-	VPSRLW $4, Z8, Z8; \
-	VPANDQ Z31, Z8, Z11; \
-	VPSRLVQ Z29, Z9, Z21; \
-	VPTERNLOGQ $0xea, Z11, Z30, Z21; \
-	VMOVDQU64 64(B), Z8; \
-	VBROADCASTI64X4 160(B), Z9; \
-	VPANDQ Z31, Z8, Z10; \
-	VPSLLVQ Z28, Z9, Z22; \
-	VPTERNLOGQ $0xea, Z10, Z30, Z22; \
-	VPSRLW $4, Z8, Z8; \
-	VPANDQ Z31, Z8, Z11; \
-	VPSRLVQ Z29, Z9, Z23; \
-	VPTERNLOGQ $0xea, Z11, Z30, Z23; \
+	Q6D_WEIGHTS(B, Z8, Z9, Z10, Z11, Z20, Z21, Z22, Z23); \
 	VPMADDUBSW 0(DI), Z20, Z24; \
 	VPMADDUBSW 64(DI), Z21, Z25; \
 	VPMADDUBSW 128(DI), Z22, Z26; \
@@ -1161,24 +1167,7 @@ q4fdone:
 	VPERMW Zsc, Z3, S2; \
 	VPADDW Z4, Z3, Z3; \
 	VPERMW Zsc, Z3, S3; \
-	VMOVDQU64 0(B), Z0; \
-	VBROADCASTI64X4 128(B), Z1; \
-	VPANDQ Z31, Z0, Z5; \
-	VPSLLVQ Z28, Z1, W0; \
-	VPTERNLOGQ $0xea, Z5, Z30, W0; \
-	VPSRLW $4, Z0, Z0; \
-	VPANDQ Z31, Z0, Z5; \
-	VPSRLVQ Z29, Z1, W1; \
-	VPTERNLOGQ $0xea, Z5, Z30, W1; \
-	VMOVDQU64 64(B), Z0; \
-	VBROADCASTI64X4 160(B), Z1; \
-	VPANDQ Z31, Z0, Z5; \
-	VPSLLVQ Z28, Z1, W2; \
-	VPTERNLOGQ $0xea, Z5, Z30, W2; \
-	VPSRLW $4, Z0, Z0; \
-	VPANDQ Z31, Z0, Z5; \
-	VPSRLVQ Z29, Z1, W3; \
-	VPTERNLOGQ $0xea, Z5, Z30, W3
+	Q6D_WEIGHTS(B, Z0, Z1, Z5, Z5, W0, W1, W2, W3)
 
 // Q6K_FEW_DOT is one row's lanes for the token at R13 (bsums at R14) into Yr: weights
 // W0..W3, scales S0..S3, scale words Ysc. It uses Zt0, Zt1, Zt2, Zt3 (Yt1 their Y forms).
