@@ -76,6 +76,6 @@ func pathSwitches() map[string]bool {
 	return map[string]bool{
 		"simd": useSIMD, "asm": useAsmGEMM, "asmF16C": useAsmQ8, "avx512Attn": useAVX512Attn,
 		"avx512Tile": useAVX512Tile, "vnni": useVNNI, "kqTileAVX2": kqTile == kqTileAVX2,
-		"kqTileZMM": kqTile == kqTileZMM, "kqDecode": kqDecode && useVNNI, "amx": useAMX,
+		"kqTileZMM": kqTile == kqTileZMM, "kqDecode": kqDecode && useAsmQ8, "amx": useAMX,
 	}
 }

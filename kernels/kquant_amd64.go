@@ -95,7 +95,8 @@ func q5KFewZMM(w *byte, nb int, q *int8, d *float32, ps *int16, out *float32, pa
 
 // kqTokens is how many tokens a kernel call multiplies: a prefill chunk's activations for
 // them (8·nb·256 bytes: 24 KiB at 3072 columns) stay in L1 while the call's rows run over
-// them. A call takes kqAcc/(16·tokens) rows: 128 in a decode product, 16 in a prefill.
+// them. A call takes kqAcc/(16·tokens) rows: 128 for one token (a decode product where the
+// decode kernels do not run, or its odd last row), 16 in a prefill.
 const (
 	kqTokens = 8
 	kqAcc    = 2048
@@ -186,53 +187,39 @@ func asmKQuantRowsFrom(out []float32, w *Mat, a *qactK, n, t0, lo, hi int) bool 
 	return true
 }
 
-// kqDecodeRows runs the one-token kernels on the rows of [lo,hi) they take, two at a time,
-// where they run (kqDecode and useAsmQ8: the 512-bit ones where useVNNI is on, else the
-// AVX2 ones; Q4_K and Q5_K need the activations prepDecode lays out), and returns the first
-// row left to the rows kernels.
+// kqDecodeRows runs the decode and few-token kernels on the rows of [lo,hi) they take, two
+// at a time, and returns the first row left to the rows kernels. They run where kqDecode and
+// useAsmQ8 are on: for one token the 512-bit kernels where useVNNI is on, else the AVX2 ones;
+// for 2 to kqFew tokens the 512-bit few-token kernels only. Q4_K and Q5_K take the
+// activations prepDecode lays out (kqDecodeLayout says when prepare made them).
 func kqDecodeRows(out []float32, w *Mat, a *qactK, n, lo, hi int) int {
 	nb, pairs := w.Cols/256, (hi-lo)/2
-	if n < 1 || !useAsmQ8 || !kqDecode || nb == 0 || pairs == 0 {
+	if n < 1 || n > kqFew || n > 1 && !useVNNI || !useAsmQ8 || !kqDecode || nb == 0 || pairs == 0 {
 		return lo
 	}
-	if n > 1 {
-		switch {
-		case n > kqFew || !useVNNI:
-			return lo
-		case w.DType == tensor.Q4_K && a.dec:
-			q4KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
-		case w.DType == tensor.Q5_K && a.dec:
-			q5KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
-		case w.DType == tensor.Q6_K:
-			q6KFewZMM(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes, n, w.Rows)
-		default:
-			return lo
-		}
-		return lo + 2*pairs
+	if w.DType != tensor.Q6_K && !a.dec {
+		return lo
 	}
+	row, o := &w.Data[lo*w.rowBytes], &out[lo]
 	switch {
-	case !useVNNI && w.DType == tensor.Q4_K && a.dec:
-		q4KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
-	case !useVNNI && w.DType == tensor.Q5_K && a.dec:
-		q5KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
-	case !useVNNI && w.DType == tensor.Q6_K:
-		q6KDecodeAVX2(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes)
-	case !useVNNI:
-		return lo
+	case n > 1 && w.DType == tensor.Q4_K:
+		q4KFewZMM(row, nb, &a.dq[0], &a.d[0], &a.dp[0], o, pairs, w.rowBytes, n, w.Rows)
+	case n > 1 && w.DType == tensor.Q5_K:
+		q5KFewZMM(row, nb, &a.dq[0], &a.d[0], &a.dp[0], o, pairs, w.rowBytes, n, w.Rows)
+	case n > 1:
+		q6KFewZMM(row, nb, &a.q[0], &a.d[0], &a.bsums[0], o, pairs, w.rowBytes, n, w.Rows)
+	case useVNNI && w.DType == tensor.Q4_K:
+		q4KDecodeZMM(row, nb, &a.dq[0], &a.d[0], &a.dp[0], o, pairs, w.rowBytes)
+	case useVNNI && w.DType == tensor.Q5_K:
+		q5KDecodeZMM(row, nb, &a.dq[0], &a.d[0], &a.dp[0], o, pairs, w.rowBytes)
+	case useVNNI:
+		q6KDecodeZMM(row, nb, &a.q[0], &a.d[0], &a.bsums[0], o, pairs, w.rowBytes)
 	case w.DType == tensor.Q4_K:
-		if !a.dec {
-			return lo
-		}
-		q4KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
+		q4KDecodeAVX2(row, nb, &a.q[0], &a.d[0], &a.dp[0], o, pairs, w.rowBytes)
 	case w.DType == tensor.Q5_K:
-		if !a.dec {
-			return lo
-		}
-		q5KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.dq[0], &a.d[0], &a.dp[0], &out[lo], pairs, w.rowBytes)
-	case w.DType == tensor.Q6_K:
-		q6KDecodeZMM(&w.Data[lo*w.rowBytes], nb, &a.q[0], &a.d[0], &a.bsums[0], &out[lo], pairs, w.rowBytes)
+		q5KDecodeAVX2(row, nb, &a.q[0], &a.d[0], &a.dp[0], o, pairs, w.rowBytes)
 	default:
-		return lo
+		q6KDecodeAVX2(row, nb, &a.q[0], &a.d[0], &a.bsums[0], o, pairs, w.rowBytes)
 	}
 	return lo + 2*pairs
 }

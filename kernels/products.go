@@ -91,7 +91,7 @@ func prepare(w *Mat, x []float32, n int, s *Scratch) rowsFunc {
 	case w.DType == tensor.Q4_K || w.DType == tensor.Q5_K || w.DType == tensor.Q6_K:
 		a := &s.actK
 		a.quantize(x)
-		if n <= kqFew && w.DType == tensor.Q4_K || w.DType == tensor.Q5_K {
+		if kqDecodeLayout(w.DType, n) {
 			a.prepDecode()
 		}
 		prepareAMX(w, a, n)

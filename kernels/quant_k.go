@@ -36,7 +36,7 @@ type qactK struct {
 	amxD    []float32
 	amxComp []int32
 	amxN    int // tokens amxD and amxComp were made for; 0: none
-	// dq, dp: one token's activations as the one-token Q4_K and Q5_K kernels take them
+	// dq, dp: the activations as the decode and few-token Q4_K and Q5_K kernels take them
 	// (prepDecode): the sums of each super-block's bsums in pairs (one per run of 32), and
 	// for the 512-bit kernels its runs in the order 0 2 1 3 4 6 5 7. dec: they are this
 	// quantize's.
@@ -45,11 +45,11 @@ type qactK struct {
 	dec bool
 }
 
-// kqDecode turns the one-token k-quant kernels (q4KDecodeZMM, q5KDecodeZMM, q6KDecodeZMM,
-// where useVNNI is on) on or off; SetKQDecode.
+// kqDecode turns the k-quant decode and few-token kernels (kquant_dec_amd64.s) on or off;
+// SetKQDecode.
 var kqDecode = true
 
-// SetKQDecode turns the one-token k-quant kernels on or off and returns the setting before,
+// SetKQDecode turns the k-quant decode and few-token kernels on or off and returns the setting before,
 // for benchmarks that compare them with the row kernels in one process (the results are the
 // same bits either way). Like SetISA it must not run concurrently with a kernel call.
 func SetKQDecode(on bool) (prev bool) {
@@ -57,13 +57,23 @@ func SetKQDecode(on bool) (prev bool) {
 	return prev
 }
 
-// kqFew is the most tokens a Q4_K product passes to q4KFewZMM (where useVNNI is on) rather
-// than to the prefill tile and the rows kernels: a batched decode step, a verify pass of
-// drafted tokens.
+// kqFew is the most tokens a k-quant product passes to the few-token kernels (q4KFewZMM
+// and the rest, where useVNNI is on) rather than to the prefill tile and the rows kernels:
+// a batched decode step, a verify pass of drafted tokens.
 const kqFew = 7
 
-// prepDecode lays out a one-token quantize's activations for the one-token Q4_K and Q5_K
-// kernels where they run (useAsmQ8: AVX2; useVNNI: the 512-bit ones).
+// kqDecodeLayout reports whether a product of n tokens of dt weights runs kernels that take
+// prepDecode's layout (kqDecodeRows; for Q5_K also a prompt's products, eight tokens at a
+// time), so that prepare lays it out only then.
+func kqDecodeLayout(dt tensor.DType, n int) bool {
+	if !useAsmQ8 || !kqDecode || dt != tensor.Q4_K && dt != tensor.Q5_K {
+		return false
+	}
+	return n == 1 || useVNNI && (n <= kqFew || dt == tensor.Q5_K)
+}
+
+// prepDecode lays out a quantize's activations (every token's) for the Q4_K and Q5_K decode
+// and few-token kernels: the pair sums always, the permuted runs where useVNNI is on.
 func (a *qactK) prepDecode() {
 	if !useAsmQ8 || !kqDecode {
 		return

@@ -22,7 +22,8 @@ import (
 // medians of each are reported in ms, so the two are compared in the same moments of a
 // shared machine: TOKENWISE_VERIFY_AB=smalln (the default) the small-n product kernels,
 // shared the attention of a KV head's queries in one pass (sharedUnits), kqdecode the
-// k-quant decode kernels (kernels.SetKQDecode: one token, and Q4_K's few-token kernel). The models: the GGUF files in TOKENWISE_VERIFY_GGUF (comma-separated),
+// k-quant decode and few-token kernels (kernels.SetKQDecode). The models: the GGUF files in
+// TOKENWISE_VERIFY_GGUF (comma-separated),
 // else SmolLM2-135M Q4_1 from the refs; one worker unless TOKENWISE_VERIFY_THREADS says:
 //
 //	TOKENWISE_VERIFY_GGUF=a.gguf,b.gguf go test ./model -run '^$' -bench VerifyPass -benchtime 40x
